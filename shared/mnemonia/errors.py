@@ -1,0 +1,116 @@
+"""The error hierarchy of Mnemonia.
+
+Every error a caller can cause is a :class:`MnemoniaError`. Leaves also subclass the builtin
+they refine, so ``except ValueError`` keeps working for callers that do not know Mnemonia.
+Messages name the bad value and what is allowed. This module is standard library only so the
+pure scoring core may raise these errors.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MnemoniaError",
+    "InvalidConfigError",
+    "InvalidInputError",
+    "InvalidQualityError",
+    "InvalidImportanceError",
+    "InvalidTextError",
+    "InvalidStrengthError",
+    "InvalidTenantError",
+    "InvalidWeightsError",
+    "NaiveDatetimeError",
+    "FutureTimeError",
+    "UnknownModeError",
+    "UnknownRelationTypeError",
+    "MemoryNotFoundError",
+    "CrossTenantError",
+    "EmbeddingModelMismatchError",
+    "StoreError",
+    "StoreUnavailableError",
+    "MissingDependencyError",
+]
+
+
+class MnemoniaError(Exception):
+    """Root of every error Mnemonia raises on purpose."""
+
+
+class InvalidConfigError(MnemoniaError, ValueError):
+    """A configuration value is out of range; the message lists every violation."""
+
+    def __init__(self, violations: list[str] | str) -> None:
+        if isinstance(violations, str):
+            violations = [violations]
+        self.violations: list[str] = list(violations)
+        super().__init__("invalid Mnemonia configuration: " + "; ".join(self.violations))
+
+
+class InvalidInputError(MnemoniaError, ValueError):
+    """An argument is outside what the API allows."""
+
+
+class InvalidQualityError(InvalidInputError):
+    """An SM-2 quality that is not an int in 0..5."""
+
+
+class InvalidImportanceError(InvalidInputError):
+    """An importance that is not a finite number in [0, 1]."""
+
+
+class InvalidTextError(InvalidInputError):
+    """Memory or query text that is empty, not a string, or too long."""
+
+
+class InvalidStrengthError(InvalidInputError):
+    """A relation strength outside (0, 1]."""
+
+
+class InvalidTenantError(InvalidInputError):
+    """A tenant name that cannot name a collection."""
+
+
+class InvalidWeightsError(InvalidInputError):
+    """Weights that are negative, not finite, or all zero."""
+
+
+class NaiveDatetimeError(InvalidInputError):
+    """A datetime without a timezone."""
+
+
+class FutureTimeError(InvalidInputError):
+    """A timestamp later than the engine clock's now."""
+
+
+class UnknownModeError(InvalidInputError):
+    """A recall mode that is not registered."""
+
+
+class UnknownRelationTypeError(InvalidInputError):
+    """A relation type that is not registered."""
+
+
+class MemoryNotFoundError(MnemoniaError, KeyError):
+    """No memory with that id exists in that tenant."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable.
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class CrossTenantError(InvalidInputError):
+    """An operation that would connect or touch two tenants."""
+
+
+class EmbeddingModelMismatchError(MnemoniaError):
+    """A collection was opened with another embedding model than the one it was built with."""
+
+
+class StoreError(MnemoniaError):
+    """The storage layer failed."""
+
+
+class StoreUnavailableError(StoreError, ConnectionError):
+    """A storage server did not answer after all retries; nothing was half-written."""
+
+
+class MissingDependencyError(MnemoniaError, ImportError):
+    """An optional dependency is missing; the message gives the pip install line."""
