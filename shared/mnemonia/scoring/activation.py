@@ -1,0 +1,330 @@
+"""Hybrid seeding and spreading activation over typed relations.
+
+Seeds come from fusing cosine similarity with keyword overlap; activation then spreads along
+relations for a few hops: ``a(v) = max(a(v), a(u) * strength * type_weight * decay)``, with a
+penalty for targets in another topic than the query's. Since strength, type weight and decay
+are at most 1, a spread activation never exceeds the strongest seed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from mnemonia.errors import (
+    InvalidInputError,
+    InvalidStrengthError,
+    InvalidWeightsError,
+    UnknownRelationTypeError,
+)
+from mnemonia.scoring._common import require_finite, require_int, require_str, require_unit
+
+__all__ = [
+    "DEFAULT_CROSS_TOPIC_PENALTY",
+    "DEFAULT_DECAY",
+    "DEFAULT_DEPTH",
+    "DEFAULT_EXTRA_WEIGHT",
+    "DEFAULT_KEYWORD_WEIGHT",
+    "MIN_TOKEN_LENGTH",
+    "RELATION_WEIGHTS",
+    "STOP_WORDS",
+    "SYMMETRIC_RELATIONS",
+    "Activation",
+    "Edge",
+    "fuse",
+    "keyword_overlap",
+    "query_tokens",
+    "relation_weight",
+    "spread",
+    "validate_strength",
+    "word_tokens",
+]
+
+STOP_WORDS: frozenset[str] = frozenset(
+    (
+        "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and",
+        "any", "are", "as", "at", "be", "because", "been", "before", "being", "below",
+        "between", "both", "but", "by", "can", "could", "d", "did", "do", "does", "doing",
+        "don", "down", "during", "each", "few", "for", "from", "further", "get", "got", "had",
+        "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself",
+        "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "ll",
+        "m", "may", "me", "might", "more", "most", "must", "my", "myself", "no", "nor", "not",
+        "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves",
+        "out", "over", "own", "re", "s", "same", "shall", "she", "should", "so", "some", "such",
+        "t", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+        "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us",
+        "ve", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who",
+        "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+        "yourselves",
+    )
+)
+"""Common English stop words, lower-case (143 words)."""
+
+MIN_TOKEN_LENGTH = 2
+DEFAULT_KEYWORD_WEIGHT = 0.3
+
+RELATION_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {
+        "implies": 0.9,
+        "generalizes": 0.85,
+        "specializes": 0.85,
+        "part_of": 0.8,
+        "context_of": 0.7,
+        "causes": 0.7,
+        "follows": 0.7,
+        "correlates": 0.6,
+        "related_to": 0.6,
+        "same_entity": 0.6,
+        "contradicts": 0.3,
+        "supersedes": 0.1,
+    }
+)
+"""Built-in relation types and their spread weights (read-only)."""
+
+SYMMETRIC_RELATIONS: frozenset[str] = frozenset({"related_to", "same_entity", "correlates"})
+DEFAULT_EXTRA_WEIGHT = 0.5
+"""Weight of a relation type registered in the config without an explicit weight."""
+DEFAULT_DEPTH = 2
+DEFAULT_DECAY = 0.5
+DEFAULT_CROSS_TOPIC_PENALTY = 0.4
+
+_WORD = re.compile(r"\w+")
+
+
+def word_tokens(text: str) -> frozenset[str]:
+    """Return the set of lower-cased word tokens (regex ``\\w+``) of ``text``.
+
+    Raises:
+        InvalidInputError: ``text`` is not a str.
+    """
+    return frozenset(_WORD.findall(require_str(text, "text").lower()))
+
+
+def query_tokens(text: str) -> list[str]:
+    """Return a query's content tokens, de-duplicated, in order of first appearance.
+
+    Tokens are lower-cased, split on non-word characters, at least 2 characters long; stop
+    words are removed unless nothing would remain (then they are kept).
+
+    Raises:
+        InvalidInputError: ``text`` is not a str.
+    """
+    words = [
+        w for w in _WORD.findall(require_str(text, "text").lower()) if len(w) >= MIN_TOKEN_LENGTH
+    ]
+    unique = list(dict.fromkeys(words))
+    content = [w for w in unique if w not in STOP_WORDS]
+    return content or unique
+
+
+def keyword_overlap(query_tokens: Sequence[str], memory_tokens: Collection[str]) -> float:
+    """Return the share of (distinct) query tokens present in the memory's token set.
+
+    0.0 when there are no query tokens.
+    """
+    unique = list(dict.fromkeys(query_tokens))
+    if not unique:
+        return 0.0
+    present = memory_tokens if isinstance(memory_tokens, (set, frozenset)) else set(memory_tokens)
+    return sum(1 for t in unique if t in present) / len(unique)
+
+
+def fuse(cosine: float, keyword: float, *, keyword_weight: float = DEFAULT_KEYWORD_WEIGHT) -> float:
+    """Return ``(1 - w)*cosine + w*keyword``.
+
+    Raises:
+        InvalidInputError: ``cosine`` not finite, ``keyword`` or ``keyword_weight`` not in
+            ``[0, 1]``.
+    """
+    c = require_finite(cosine, "cosine")
+    k = require_unit(keyword, "keyword")
+    w = require_unit(keyword_weight, "keyword_weight")
+    return (1.0 - w) * c + w * k
+
+
+def relation_weight(rel_type: str, extra: Mapping[str, float] | None = None) -> float:
+    """Return the spread weight of a relation type.
+
+    Args:
+        rel_type: The relation type.
+        extra: Types registered in the config with their weights; they also override a
+            built-in weight of the same name. Weights must be finite, in ``[0, 1]``.
+
+    Raises:
+        UnknownRelationTypeError: The type is neither built in nor in ``extra``; the message
+            lists the allowed types.
+        InvalidWeightsError: The registered weight is outside ``[0, 1]``.
+    """
+    if extra is not None and rel_type in extra:
+        return require_unit(extra[rel_type], f"weight of relation type {rel_type!r}",
+                            InvalidWeightsError)
+    if isinstance(rel_type, str) and rel_type in RELATION_WEIGHTS:
+        return RELATION_WEIGHTS[rel_type]
+    allowed = sorted({*RELATION_WEIGHTS, *(extra or {})})
+    raise UnknownRelationTypeError(
+        f"unknown relation type {rel_type!r}; allowed: {', '.join(allowed)} "
+        "(register more types with their weight in the config)"
+    )
+
+
+def validate_strength(s: float) -> float:
+    """Return ``s`` as a float if it is a finite relation strength in ``(0, 1]``.
+
+    Raises:
+        InvalidStrengthError: Anything else.
+    """
+    value = require_finite(s, "strength", InvalidStrengthError)
+    if not 0.0 < value <= 1.0:
+        raise InvalidStrengthError(f"strength must be in (0, 1], got {s!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edge:
+    """A directed relation ``src -> dst`` (followed both ways when its type is symmetric).
+
+    Raises:
+        InvalidStrengthError: ``strength`` is not in ``(0, 1]``.
+    """
+
+    src: str
+    dst: str
+    type: str
+    strength: float
+
+    def __post_init__(self) -> None:
+        require_str(self.src, "src")
+        require_str(self.dst, "dst")
+        require_str(self.type, "type")
+        object.__setattr__(self, "strength", validate_strength(self.strength))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Activation:
+    """How strongly a memory is activated, and why.
+
+    Attributes:
+        value: The activation.
+        source: The memory the best activation came from (``None`` for a pure seed).
+        relation: The relation type it came along (``None`` for a pure seed).
+        hops: 0 for a seed, else the hop at which the best activation arrived.
+        seed: The memory's own seed activation (0.0 if it is not a seed).
+    """
+
+    value: float
+    source: str | None
+    relation: str | None
+    hops: int
+    seed: float
+
+
+def spread(
+    seeds: Mapping[str, float],
+    neighbours: Callable[[Collection[str]], Iterable[Edge]],
+    *,
+    depth: int = DEFAULT_DEPTH,
+    decay: float = DEFAULT_DECAY,
+    type_weights: Mapping[str, float] | None = None,
+    topics: Mapping[str, str | None] | None = None,
+    query_topic: str | None = None,
+    cross_topic_penalty: float = DEFAULT_CROSS_TOPIC_PENALTY,
+) -> dict[str, Activation]:
+    """Spread activation from seeds along relations, hop by hop (max aggregation).
+
+    Each hop asks ``neighbours(frontier)`` for the edges touching the frontier (the ids whose
+    activation rose in the previous hop; the seeds at first) and follows ``src -> dst``, plus
+    ``dst -> src`` for symmetric types. A candidate is
+    ``a(u) * strength * type_weight * decay``, times ``cross_topic_penalty`` when
+    ``query_topic`` is given and the target's known topic (``topics.get(target)``) is another
+    one; a target missing from ``topics`` or with topic ``None`` is not penalised. Within a
+    hop, sources use the activations from the end of the previous hop; among equal candidates
+    for one target the smallest ``(source, relation)`` wins, so the result does not depend on
+    edge order.
+
+    Args:
+        seeds: Seed activation per memory id, finite and ``>= 0``.
+        neighbours: Returns the edges touching any of the given ids.
+        depth: Hops to spread, an int ``>= 0``.
+        decay: Per-hop factor, in ``(0, 1]``.
+        type_weights: Extra relation types and weights (overriding built-in ones).
+        topics: Topic per memory id, for the cross-topic penalty.
+        query_topic: The query's topic, if any.
+        cross_topic_penalty: Factor for targets in another topic, in ``[0, 1]``.
+
+    Returns:
+        ``{memory_id: Activation}`` for every seed and every memory reached.
+
+    Raises:
+        UnknownRelationTypeError: An edge has an unregistered type.
+        InvalidStrengthError: An edge strength is outside ``(0, 1]``.
+        InvalidInputError: A bad seed, depth, decay or penalty.
+    """
+    hops_total = require_int(depth, "depth", minimum=0)
+    factor = require_finite(decay, "decay")
+    if not 0.0 < factor <= 1.0:
+        raise InvalidInputError(f"decay must be in (0, 1], got {decay!r}")
+    penalty = require_unit(cross_topic_penalty, "cross_topic_penalty")
+    if query_topic is not None:
+        require_str(query_topic, "query_topic")
+
+    result: dict[str, Activation] = {}
+    for mid, value in seeds.items():
+        require_str(mid, "seed id")
+        a = require_finite(value, f"seed activation of {mid!r}")
+        if a < 0.0:
+            raise InvalidInputError(f"seed activation of {mid!r} must be >= 0, got {value!r}")
+        result[mid] = Activation(value=a, source=None, relation=None, hops=0, seed=a)
+
+    def penalised(target: str, value: float) -> float:
+        if query_topic is None or topics is None:
+            return value
+        topic = topics.get(target)
+        if topic is not None and topic != query_topic:
+            return value * penalty
+        return value
+
+    frontier = frozenset(result)
+    for hop in range(1, hops_total + 1):
+        if not frontier:
+            break
+        snapshot = {mid: act.value for mid, act in result.items()}
+        best: dict[str, tuple[float, str, str]] = {}
+        for edge in neighbours(frontier):
+            if not isinstance(edge, Edge):
+                raise InvalidInputError(f"neighbours() must yield Edge objects, got {edge!r}")
+            weight = relation_weight(edge.type, type_weights)
+            strength = validate_strength(edge.strength)
+            moves = [(edge.src, edge.dst)]
+            if edge.type in SYMMETRIC_RELATIONS:
+                moves.append((edge.dst, edge.src))
+            for source, target in moves:
+                if source not in frontier:
+                    continue
+                candidate = penalised(target, snapshot[source] * strength * weight * factor)
+                if candidate <= 0.0:
+                    continue
+                current = best.get(target)
+                if current is None or (-candidate, source, edge.type) < (
+                    -current[0],
+                    current[1],
+                    current[2],
+                ):
+                    best[target] = (candidate, source, edge.type)
+        raised: set[str] = set()
+        for target, (candidate, source, relation) in best.items():
+            previous = result.get(target)
+            if previous is not None and candidate <= previous.value:
+                continue
+            result[target] = Activation(
+                value=candidate,
+                source=source,
+                relation=relation,
+                hops=hop,
+                seed=previous.seed if previous is not None else 0.0,
+            )
+            raised.add(target)
+        frontier = frozenset(raised)
+    return result
+
