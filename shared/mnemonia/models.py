@@ -1,0 +1,175 @@
+"""Value objects the engine returns: memories, recall hits with explanations, results."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mnemonia.scoring.sm2 import SM2State
+
+__all__ = ["Memory", "Explanation", "Hit", "RecallResult", "Relation", "Event", "KINDS"]
+
+KINDS = ("episode", "fact", "concept")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    """One memory as stored. Returned by ``add``, ``get`` and inside recall hits."""
+
+    id: str
+    tenant: str
+    text: str
+    kind: str
+    topic: str | None
+    entities: tuple[str, ...]
+    importance: float
+    created_at: datetime
+    accessed_at: datetime
+    access_count: int
+    stability: float
+    sm2: SM2State
+    utility: float
+    state: str
+    pinned: bool
+    deleted_at: datetime | None
+    superseded_by: str | None
+    consolidated_into: str | None
+    session_id: str | None
+    metadata: dict[str, Any]
+    embedding_model: str
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["entities"] = list(self.entities)
+        for key in ("created_at", "accessed_at", "deleted_at"):
+            value = getattr(self, key)
+            out[key] = value.isoformat() if value else None
+        nr = self.sm2.next_review
+        out["sm2"] = {**asdict(self.sm2), "next_review": nr.isoformat() if nr else None}
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Explanation:
+    """Why a memory was recalled and how its score was made."""
+
+    cosine: float | None
+    keyword: float | None
+    seed: float | None
+    path: tuple[str, str] | None  # (source memory id, relation type) when reached by spreading
+    entity: str | None
+    activation: float
+    importance: float
+    retention: float
+    utility: float
+    mode: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["path"] = list(self.path) if self.path else None
+        return out
+
+    def __str__(self) -> str:
+        parts = []
+        if self.cosine is not None:
+            parts.append(f"cos={self.cosine:.2f}")
+        if self.keyword:
+            parts.append(f"kw={self.keyword:.2f}")
+        if self.path:
+            parts.append(f"via {self.path[1]} from {self.path[0][:8]}")
+        elif self.entity:
+            parts.append(f"entity {self.entity}")
+        parts.append(f"act={self.activation:.2f}")
+        parts.append(f"R={self.retention:.2f}")
+        parts.append(f"util={self.utility:.2f}")
+        parts.append(f"score={self.score:.3f}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit:
+    """One recalled memory."""
+
+    memory: Memory
+    score: float
+    explanation: Explanation
+    contradictions: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def text(self) -> str:
+        return self.memory.text
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecallResult:
+    """What ``recall`` returns: the top hits, the episode section, and a text rendering."""
+
+    query: str
+    tenant: str
+    mode: str
+    memories: list[Hit]
+    episodes: list[Hit] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.memories)
+
+    @property
+    def ids(self) -> list[str]:
+        return [h.memory.id for h in self.memories]
+
+    def render(self) -> str:
+        """The ``RELEVANT EPISODES`` then ``RELEVANT MEMORY`` sections, for a prompt."""
+        lines: list[str] = []
+        if self.episodes:
+            lines.append("RELEVANT EPISODES")
+            for h in self.episodes:
+                when = h.memory.created_at.strftime("%Y-%m-%d %H:%M")
+                lines.append(f"- [{when}] {h.memory.text}")
+        if self.memories:
+            if lines:
+                lines.append("")
+            lines.append("RELEVANT MEMORY")
+            for h in self.memories:
+                extra = ""
+                if h.contradictions:
+                    extra += f" (contradicted by {len(h.contradictions)} memory)"
+                if h.supersedes:
+                    extra += " (updates an older memory)"
+                lines.append(f"- {h.memory.text}{extra}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Relation:
+    tenant: str
+    src: str
+    dst: str
+    type: str
+    strength: float
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """One audit row of ``memory_events``."""
+
+    memory_id: str
+    event: str
+    at: datetime
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None

@@ -1,0 +1,8 @@
+"""Storage: the Chroma vector index and the SQL side-store."""
+
+from __future__ import annotations
+
+from mnemonia.store.sql import MIGRATIONS, SideStore
+from mnemonia.store.vector import VectorIndex
+
+__all__ = ["MIGRATIONS", "SideStore", "VectorIndex"]

@@ -1,0 +1,304 @@
+"""The SQL side-store (SQLAlchemy Core): the system of record for lifecycle state, relations,
+logs and the keyword index.
+
+SQLite by default (a file next to the Chroma folder, FTS5 with bm25 ranking); any SQLAlchemy URL
+works, with PostgreSQL full-text search in server mode. Schema changes are an append-only list of
+migrations applied by the idempotent :meth:`SideStore.setup`.
+Times are stored as float seconds since the epoch (UTC).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from mnemonia.errors import StoreError
+
+__all__ = ["SideStore", "MIGRATIONS", "tenant_token"]
+
+metadata = sa.MetaData()
+
+memories = sa.Table(
+    "memories", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("topic", sa.String(128)),
+    sa.Column("entities", sa.Text, nullable=False, default="[]"),
+    sa.Column("importance", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("accessed_at", sa.Float, nullable=False),
+    sa.Column("access_count", sa.Integer, nullable=False, default=0),
+    sa.Column("stability", sa.Float, nullable=False, default=1.0),
+    sa.Column("easiness", sa.Float, nullable=False, default=2.5),
+    sa.Column("interval_days", sa.Integer, nullable=False, default=0),
+    sa.Column("repetitions", sa.Integer, nullable=False, default=0),
+    sa.Column("next_review", sa.Float),
+    sa.Column("last_quality", sa.Integer, nullable=False, default=0),
+    sa.Column("utility", sa.Float, nullable=False, default=0.5),
+    sa.Column("state", sa.String(16), nullable=False, default="batched"),
+    sa.Column("pinned", sa.Boolean, nullable=False, default=False),
+    sa.Column("deleted_at", sa.Float),
+    sa.Column("superseded_by", sa.String(64)),
+    sa.Column("consolidated_into", sa.String(64)),
+    sa.Column("session_id", sa.String(256)),
+    sa.Column("metadata", sa.Text, nullable=False, default="{}"),
+    sa.Column("embedding_model", sa.String(256), nullable=False),
+    sa.Column("enriched_at", sa.Float),
+    sa.Column("last_reviewed_at", sa.Float),
+    sa.Column("last_reevaluated_at", sa.Float),
+    sa.Column("heat_counter", sa.Float, nullable=False, default=0.0),
+    sa.Column("heat_at", sa.Float),
+    # 'pending' while the vector write is under way, 'committed' once both stores agree,
+    # 'deleting' while a hard forget is under way.
+    sa.Column("status", sa.String(16), nullable=False, default="pending"),
+    sa.Index("ix_memories_tenant_seq", "tenant", "seq"),
+    sa.Index("ix_memories_tenant_session", "tenant", "session_id"),
+    sa.Index("ix_memories_status", "status"),
+)
+
+relations = sa.Table(
+    "relations", metadata,
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("src", sa.String(64), nullable=False),
+    sa.Column("dst", sa.String(64), nullable=False),
+    sa.Column("type", sa.String(48), nullable=False),
+    sa.Column("strength", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "src", "dst", "type"),
+    sa.Index("ix_relations_dst", "tenant", "dst"),
+)
+
+access_log = sa.Table(
+    "access_log", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Column("rank", sa.Integer, nullable=False),
+    sa.Column("k", sa.Integer, nullable=False),
+    sa.Column("score", sa.Float, nullable=False),
+    sa.Column("user_id", sa.String(256)),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("ix_access_log_memory", "memory_id"),
+    sa.Index("ix_access_log_at", "at"),
+)
+
+memory_events = sa.Table(
+    "memory_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Column("event", sa.String(32), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("before", sa.Text),
+    sa.Column("after", sa.Text),
+    sa.Index("ix_memory_events_memory", "memory_id", "id"),
+)
+
+memory_entities = sa.Table(
+    "memory_entities", metadata,
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("entity", sa.String(256), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "entity", "memory_id"),
+    sa.Index("ix_memory_entities_memory", "memory_id"),
+)
+
+collections = sa.Table(
+    "collections", metadata,
+    sa.Column("tenant", sa.String(64), primary_key=True),
+    sa.Column("embedding_model", sa.String(256), nullable=False),
+    sa.Column("dimension", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("next_seq", sa.Integer, nullable=False, default=0),
+)
+
+kv = sa.Table(
+    "kv", metadata,
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+schema_migrations = sa.Table(
+    "schema_migrations", metadata,
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("applied_at", sa.Float, nullable=False),
+)
+
+
+def tenant_token(tenant: str) -> str:
+    """A single alphanumeric token for a tenant, so FTS can filter inside MATCH."""
+    return "t" + hashlib.blake2b(tenant.encode(), digest_size=8).hexdigest()
+
+
+def _create_core(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[
+        memories, relations, access_log, memory_events, memory_entities, collections, kv,
+    ])
+
+
+def _create_fts(conn: Connection) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5("
+            "body, ttok, memory_id UNINDEXED, tokenize='unicode61 remove_diacritics 2')"
+        )
+    elif conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS tsv tsvector "
+            "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED"
+        )
+        conn.exec_driver_sql(
+            "CREATE INDEX IF NOT EXISTS ix_memories_tsv ON memories USING GIN (tsv)"
+        )
+
+
+# Append-only: never edit or reorder an entry that has shipped; add a new one.
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (1, "core tables", _create_core),
+    (2, "keyword index", _create_fts),
+]
+
+_WORD = re.compile(r"\w+")
+
+
+class SideStore:
+    """SQL half of a Mnemonia store. Thread-safe for one process (one writer at a time)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            kwargs["poolclass"] = sa.pool.StaticPool if ":memory:" in url else sa.pool.QueuePool
+        else:
+            kwargs["pool_pre_ping"] = True
+        try:
+            self.engine: Engine = sa.create_engine(url, **kwargs)
+        except Exception as e:  # bad URL or missing driver
+            raise StoreError(f"cannot open SQL store {url!r}: {e}") from e
+        self.dialect = self.engine.dialect.name
+        self._lock = threading.RLock()
+        if self.dialect == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    # -- setup -----------------------------------------------------------------------------
+    def setup(self) -> list[int]:
+        """Apply every migration not yet applied. Idempotent; returns the versions applied."""
+        applied: list[int] = []
+        with self.engine.begin() as conn:
+            schema_migrations.create(conn, checkfirst=True)
+            done = {r[0] for r in conn.execute(sa.select(schema_migrations.c.version))}
+            for version, name, fn in MIGRATIONS:
+                if version in done:
+                    continue
+                fn(conn)
+                conn.execute(schema_migrations.insert().values(
+                    version=version, name=name, applied_at=time.time()))
+                applied.append(version)
+        return applied
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        with self._lock, self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- keyword index ---------------------------------------------------------------------
+    def fts_insert(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Index ``(memory_id, tenant, text)`` rows."""
+        if self.dialect != "sqlite" or not rows:
+            return  # PostgreSQL keeps a generated tsvector column
+        conn.exec_driver_sql(
+            "INSERT INTO memories_fts(body, ttok, memory_id) VALUES (?, ?, ?)",
+            [(text, tenant_token(tenant), mid) for mid, tenant, text in rows],
+        )
+
+    def fts_delete(self, conn: Connection, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if self.dialect != "sqlite" or not ids:
+            return
+        for chunk in _chunks(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            conn.exec_driver_sql(
+                f"DELETE FROM memories_fts WHERE memory_id IN ({marks})", tuple(chunk)
+            )
+
+    def keyword_search(
+        self, conn: Connection, tenant: str, tokens: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank)."""
+        words = [t for t in tokens if _WORD.fullmatch(t)]
+        if not words or limit <= 0:
+            return []
+        if self.dialect == "sqlite":
+            match = f"ttok:{tenant_token(tenant)} AND (" + " OR ".join(
+                f'body:"{w}"' for w in words) + ")"
+            rows = conn.exec_driver_sql(
+                "SELECT memory_id, bm25(memories_fts, 1.0, 0.0) AS r FROM memories_fts "
+                "WHERE memories_fts MATCH ? ORDER BY r LIMIT ?",
+                (match, limit),
+            ).fetchall()
+            return [(r[0], -float(r[1])) for r in rows]
+        if self.dialect == "postgresql":
+            query = " | ".join(words)
+            rows = conn.execute(
+                sa.text(
+                    "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
+                    "WHERE tenant = :t AND status = 'committed' AND tsv @@ to_tsquery('simple', :q) "
+                    "ORDER BY r DESC LIMIT :n"
+                ),
+                {"q": query, "t": tenant, "n": limit},
+            ).fetchall()
+            return [(r[0], float(r[1])) for r in rows]
+        # Portable fallback: token containment counted in Python over the tenant's rows.
+        return []
+
+    # -- kv --------------------------------------------------------------------------------
+    def kv_get(self, conn: Connection, key: str) -> Any:
+        row = conn.execute(sa.select(kv.c.value).where(kv.c.key == key)).first()
+        return None if row is None else json.loads(row[0])
+
+    def kv_set(self, conn: Connection, key: str, value: Any) -> None:
+        payload = json.dumps(value)
+        updated = conn.execute(kv.update().where(kv.c.key == key).values(value=payload)).rowcount
+        if not updated:
+            conn.execute(kv.insert().values(key=key, value=payload))
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    """Split ``items`` for ``IN (...)`` clauses that stay under driver limits."""
+    return _chunks(items, size)

@@ -1,0 +1,168 @@
+"""The Chroma half of a store: one collection per tenant, vectors supplied by us.
+
+Chroma never chooses an embedder (we always pass embeddings) and telemetry is off. Every call
+goes through tenacity: exponential backoff with jitter, bounded; when retries run out the caller
+gets :class:`~mnemonia.errors.StoreUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+import numpy as np
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from mnemonia.errors import InvalidInputError, StoreError, StoreUnavailableError
+
+__all__ = ["VectorIndex", "collection_name"]
+
+log = logging.getLogger("mnemonia.store")
+T = TypeVar("T")
+_PREFIX = "mnemonia-"
+_MAX_BATCH = 4000
+
+
+def collection_name(tenant: str) -> str:
+    return f"{_PREFIX}{tenant}"
+
+
+def _transient(exc: BaseException) -> bool:
+    """Network trouble worth retrying: connection, timeout, 5xx and rate limits."""
+    try:
+        import httpx
+        if isinstance(exc, httpx.TransportError):
+            return True
+        if isinstance(exc, httpx.HTTPStatusError):
+            return exc.response.status_code >= 500 or exc.response.status_code == 429
+    except ImportError:  # pragma: no cover
+        pass
+    name = type(exc).__name__
+    if name in ("RateLimitError", "InternalError") and "Connect" in str(exc):
+        return True
+    return isinstance(exc, ConnectionError | TimeoutError) or "Could not connect" in str(exc)
+
+
+class VectorIndex:
+    """Chroma client plus per-tenant collections."""
+
+    def __init__(self, *, path: str | None = None, url: str | None = None,
+                 attempts: int = 5, max_wait: float = 2.0) -> None:
+        os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+        import chromadb
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        self._attempts = attempts
+        self._max_wait = max_wait
+        self._collections: dict[str, Any] = {}
+        self.mode = "server" if url else "embedded"
+        if url:
+            parsed = urlparse(url)
+            if parsed.scheme not in ("http", "https") or not parsed.hostname:
+                raise InvalidInputError(
+                    f"chroma_url={url!r}: expected http(s)://host:port, e.g. http://127.0.0.1:8000"
+                )
+            self._client = self._call(lambda: chromadb.HttpClient(
+                host=parsed.hostname or "localhost",
+                port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+                ssl=parsed.scheme == "https", settings=settings,
+            ))
+        else:
+            self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+
+    # -- retries ---------------------------------------------------------------------------
+    def _call(self, fn: Callable[[], T]) -> T:
+        retrying = Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_exponential_jitter(initial=0.05, max=self._max_wait),
+            retry=retry_if_exception(_transient),
+            reraise=False,
+        )
+        try:
+            return retrying(fn)
+        except RetryError as e:
+            last = e.last_attempt.exception()
+            raise StoreUnavailableError(
+                f"Chroma did not answer after {self._attempts} attempts: {last}"
+            ) from last
+        except StoreError:
+            raise
+        except Exception as e:
+            if _transient(e):  # pragma: no cover - handled by RetryError
+                raise StoreUnavailableError(f"Chroma is unavailable: {e}") from e
+            raise StoreError(f"Chroma call failed: {e}") from e
+
+    # -- collections -----------------------------------------------------------------------
+    def collection(self, tenant: str, *, model: str, dimension: int, create: bool = True) -> Any:
+        col = self._collections.get(tenant)
+        if col is not None:
+            return col
+        name = collection_name(tenant)
+        meta = {"hnsw:space": "cosine", "embedding_model": model, "dimension": dimension}
+        if create:
+            col = self._call(lambda: self._client.get_or_create_collection(
+                name=name, metadata=meta, embedding_function=None))
+        else:
+            try:
+                col = self._call(lambda: self._client.get_collection(
+                    name=name, embedding_function=None))
+            except StoreError:
+                return None
+        self._collections[tenant] = col
+        return col
+
+    def drop_cached(self, tenant: str) -> None:
+        self._collections.pop(tenant, None)
+
+    # -- vectors ---------------------------------------------------------------------------
+    def upsert(self, col: Any, ids: Sequence[str], vectors: np.ndarray,
+               documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        for start in range(0, len(ids), _MAX_BATCH):
+            end = start + _MAX_BATCH
+            self._call(lambda s=start, e=end: col.upsert(
+                ids=list(ids[s:e]), embeddings=vectors[s:e],
+                documents=list(documents[s:e]), metadatas=list(metadatas[s:e])))
+
+    def query(self, col: Any, vectors: np.ndarray, n: int) -> tuple[list[list[str]], list[list[float]]]:
+        """kNN: per query row, ids and cosine similarities, best first."""
+        count = self.count(col)
+        if count == 0 or n <= 0:
+            return [[] for _ in range(len(vectors))], [[] for _ in range(len(vectors))]
+        res = self._call(lambda: col.query(query_embeddings=vectors, n_results=min(n, count),
+                                           include=["distances"]))
+        ids = res["ids"]
+        sims = [[1.0 - float(d) for d in row] for row in res["distances"]]
+        return ids, sims
+
+    def get_vectors(self, col: Any, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        res = self._call(lambda: col.get(ids=list(ids), include=["embeddings"]))
+        return {i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"],
+                                                                   strict=True)}
+
+    def existing(self, col: Any, ids: Sequence[str]) -> set[str]:
+        if not ids:
+            return set()
+        res = self._call(lambda: col.get(ids=list(ids), include=[]))
+        return set(res["ids"])
+
+    def delete(self, col: Any, ids: Sequence[str]) -> None:
+        if ids:
+            self._call(lambda: col.delete(ids=list(ids)))
+
+    def count(self, col: Any) -> int:
+        return int(self._call(col.count))
+
+    def heartbeat(self) -> int:
+        return int(self._call(self._client.heartbeat))
