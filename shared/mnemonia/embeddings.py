@@ -76,6 +76,8 @@ class SentenceTransformerEmbedder:
                 if self._model is None:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                     try:
                         from sentence_transformers import SentenceTransformer
                     except ImportError as e:  # pragma: no cover - a hard dependency

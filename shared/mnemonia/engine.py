@@ -67,6 +67,7 @@ _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _HIDDEN_RELATIONS = ("contradicts", "supersedes")
 _SAME_ENTITY_LINKS = 5  # same_entity edges made per entity for a new memory
 _NEIGHBOURS = 6  # nearest neighbours read at ingest for novelty and related_to
+_NAME_MATCH_STRENGTH = 0.5  # entity similarity credited when a query word names the entity
 
 
 def _ts(dt: datetime) -> float:
@@ -637,7 +638,7 @@ class MemoryEngine:
         edges: dict[tuple[str, str, str], float] = {}
         new_links: list[dict[str, Any]] = []
         for p, near in items:
-            extracted = [e for e in self._extract(p.embed_text) if e not in p.entities]
+            extracted = [e for e in self._extract(p.text) if e not in p.entities]
             if extracted:
                 p.entities = p.entities + extracted
                 new_links += [dict(tenant=tenant, entity=e, memory_id=p.id) for e in extracted]
@@ -1009,7 +1010,7 @@ class MemoryEngine:
         for name, label in zip(idx.names, idx.labels, strict=True):
             parts = [w for w in label.split() if len(w) >= 3]
             if parts and all(w in words for w in parts):
-                strength[name] = 1.0
+                strength[name] = _NAME_MATCH_STRENGTH
         if idx.matrix is not None:
             sims = idx.matrix @ qvec
             for j in np.nonzero(sims >= cfg.entity_similarity_threshold)[0]:
@@ -1255,6 +1256,34 @@ class MemoryEngine:
             self._row(conn, tenant, memory_id)
             conn.execute(S.memories.update().where(S.memories.c.id == memory_id)
                          .values(pinned=pinned))
+            r = self._row(conn, tenant, memory_id)
+        return self._row_to_memory(r)
+
+    def update_metadata(self, memory_id: str, *, tenant: str,
+                        metadata: Mapping[str, Any]) -> Memory:
+        """Merge ``metadata`` keys into a memory's metadata; text and vector stay as they are.
+
+        Writes one ``metadata_updated`` event with the previous and new values of the keys.
+        ``speaker`` is part of the embedded text and cannot change here.
+        """
+        tenant = self._tenant(tenant)
+        if not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"metadata={metadata!r}: must be a dict")
+        if "speaker" in metadata:
+            raise InvalidInputError(
+                "metadata key 'speaker' is part of the embedded text and cannot be updated")
+        try:
+            patch = json.loads(json.dumps(dict(metadata), allow_nan=False))
+        except (TypeError, ValueError) as e:
+            raise InvalidInputError(f"metadata is not JSON-safe: {e}") from e
+        now = self.clock.now()
+        with self._write, self._sql.begin() as conn:
+            r = self._row(conn, tenant, memory_id)
+            before = json.loads(r.metadata)
+            conn.execute(S.memories.update().where(S.memories.c.id == memory_id)
+                         .values(metadata=json.dumps({**before, **patch})))
+            self._event(conn, tenant, memory_id, "metadata_updated", _ts(now),
+                        {k: before.get(k) for k in patch}, patch)
             r = self._row(conn, tenant, memory_id)
         return self._row_to_memory(r)
 

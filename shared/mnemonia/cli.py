@@ -1,0 +1,316 @@
+"""The ``mnemonia`` command line: add, recall, forget, restore, feedback, relate, stats,
+maintain, export, import, demo and bench.
+
+The store folder comes from ``--path`` (or ``MNEMONIA_PATH``; default ``./memory``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mnemonia.errors import MnemoniaError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Mnemonia: long-term memory for LLM applications.")
+console = Console()
+
+PathOpt = Annotated[Path, typer.Option("--path", envvar="MNEMONIA_PATH",
+                                       help="Embedded store folder.")]
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (whose memory).")]
+
+
+def _open(path: Path, **kwargs: Any) -> Any:
+    from mnemonia.engine import MemoryEngine
+
+    return MemoryEngine.open(path, **kwargs)
+
+
+def _fail(e: Exception) -> None:
+    console.print(f"[red]error:[/red] {e}")
+    raise typer.Exit(2)
+
+
+def hits_table(result: Any, title: str | None = None) -> Table:
+    """A readable table of recall hits with their explanations."""
+    table = Table(title=title or f"recall: {result.query!r}", show_lines=False)
+    for col, kw in (("#", {"justify": "right"}), ("memory", {"max_width": 58}),
+                    ("cos", {"justify": "right"}), ("kw", {"justify": "right"}),
+                    ("via", {"max_width": 28}), ("R", {"justify": "right"}),
+                    ("util", {"justify": "right"}), ("score", {"justify": "right"})):
+        table.add_column(col, **kw)
+    for rank, h in enumerate(result.memories, start=1):
+        e = h.explanation
+        if e.path:
+            via = f"{e.path[1]} <- {e.path[0][:6]}"
+        elif e.entity:
+            via = f"entity {e.entity}"
+        else:
+            via = "seed"
+        text = h.memory.text
+        if h.supersedes:
+            text += " [updates older]"
+        if h.contradictions:
+            text += " [contradicted]"
+        table.add_row(str(rank), text, "-" if e.cosine is None else f"{e.cosine:.2f}",
+                      "-" if e.keyword is None else f"{e.keyword:.2f}", via,
+                      f"{e.retention:.3f}", f"{e.utility:.2f}", f"{e.score:.3f}")
+    return table
+
+
+@app.command()
+def add(text: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
+        importance: float = 0.5, kind: str = "episode", topic: str | None = None,
+        entity: Annotated[list[str] | None, typer.Option(help="type:name, repeatable")] = None,
+        session: str | None = None) -> None:
+    """Store one memory."""
+    try:
+        with _open(path) as engine:
+            mem = engine.add(text, tenant=tenant, importance=importance, kind=kind, topic=topic,
+                             entities=entity or None, session_id=session)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"added {mem.id} (state {mem.state})")
+
+
+@app.command()
+def recall(query: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
+           k: int = 3, mode: str | None = None, topic: str | None = None,
+           as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Recall memories for QUERY, with explanations."""
+    try:
+        with _open(path) as engine:
+            res = engine.recall(query, tenant=tenant, k=k, mode=mode, topic=topic)
+    except MnemoniaError as e:
+        _fail(e)
+    if as_json:
+        console.print_json(json.dumps([{"id": h.memory.id, "text": h.memory.text,
+                                        "score": h.score, **h.explanation.to_dict()}
+                                       for h in res.memories]))
+    else:
+        console.print(hits_table(res))
+
+
+@app.command()
+def forget(memory_id: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
+           hard: bool = False) -> None:
+    """Soft-delete a memory (or remove it for good with --hard)."""
+    try:
+        with _open(path) as engine:
+            engine.forget(memory_id, tenant=tenant, hard=hard)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"{'removed' if hard else 'forgot'} {memory_id}")
+
+
+@app.command()
+def restore(memory_id: str, path: PathOpt = Path("memory"),
+            tenant: TenantOpt = "default") -> None:
+    """Bring back a soft-deleted memory."""
+    try:
+        with _open(path) as engine:
+            engine.restore(memory_id, tenant=tenant)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"restored {memory_id}")
+
+
+@app.command()
+def feedback(memory_id: str, quality: int, path: PathOpt = Path("memory"),
+             tenant: TenantOpt = "default") -> None:
+    """Review a memory with QUALITY 0..5 (SM-2)."""
+    try:
+        with _open(path) as engine:
+            mem = engine.feedback(memory_id, quality, tenant=tenant)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"next review in {mem.sm2.interval_days} day(s); utility {mem.utility:.2f}")
+
+
+@app.command()
+def relate(src: str, dst: str, rel_type: str, path: PathOpt = Path("memory"),
+           tenant: TenantOpt = "default", strength: float = 1.0) -> None:
+    """Add a typed relation SRC -> DST (implies, part_of, related_to, ...)."""
+    try:
+        with _open(path) as engine:
+            engine.relate(src, dst, rel_type, tenant=tenant, strength=strength)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"{src} -{rel_type}-> {dst}")
+
+
+@app.command()
+def stats(path: PathOpt = Path("memory"), tenant: Annotated[str | None, typer.Option()] = None
+          ) -> None:
+    """Counts of memories, states, relations and accesses."""
+    try:
+        with _open(path) as engine:
+            data = engine.stats(tenant)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print_json(json.dumps(data))
+
+
+@app.command()
+def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|reevaluate|all")]
+             = "all", path: PathOpt = Path("memory"),
+             tenant: Annotated[str | None, typer.Option()] = None) -> None:
+    """Run maintenance jobs, with a progress bar."""
+    from mnemonia import maintenance
+
+    try:
+        with _open(path) as engine:
+            report = maintenance.run_cli(engine, job=job, tenant=tenant, console=console)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(report)
+
+
+@app.command("export")
+def export_cmd(out: Path, path: PathOpt = Path("memory"),
+               tenant: Annotated[str | None, typer.Option()] = None) -> None:
+    """Export memories and relations as JSONL (with the embedding model and dimension)."""
+    try:
+        with _open(path) as engine:
+            n = engine.export(out, tenant=tenant)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"exported {n} memories to {out}")
+
+
+@app.command("import")
+def import_cmd(src: Path, path: PathOpt = Path("memory"), reembed: bool = False) -> None:
+    """Import a JSONL export (``--reembed`` for another embedding model)."""
+    try:
+        with _open(path) as engine:
+            n = engine.import_(src, reembed=reembed)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(f"imported {n} memories")
+
+
+@app.command()
+def bench(n: Annotated[int, typer.Option(help="memories to ingest")] = 2000,
+          queries: int = 100) -> None:
+    """A quick speed comparison against bare Chroma kNN (see benchmarks/speed.py)."""
+    from mnemonia.bench import run_speed
+
+    run_speed([n], queries=queries, console=console)
+
+
+@app.command()
+def demo(path: Annotated[Path | None, typer.Option(help="Keep the demo store here")] = None
+         ) -> None:
+    """A guided tour: a multi-session chat, explained recalls, forgetting, relations."""
+    run_demo(path)
+
+
+def run_demo(path: Path | None = None, out: Console | None = None) -> None:
+    """Run the demo (also used by tests)."""
+    from mnemonia.clock import ManualClock
+    from mnemonia.engine import MemoryEngine
+    from mnemonia.scoring.retention import retention
+
+    c = out or console
+    data = json.loads(resources.files("mnemonia").joinpath("data/demo_conversation.json")
+                      .read_text(encoding="utf-8"))
+    tenant = data["tenant"]
+    folder = path or Path(tempfile.mkdtemp(prefix="mnemonia-demo-"))
+    sessions = data["sessions"]
+    clock = ManualClock(datetime.fromisoformat(sessions[0]["at"]))
+    c.rule(f"[bold]Mnemonia demo[/bold]: {data['title']}")
+    c.print(f"store: {folder} (embedded Chroma + SQLite, bundled all-MiniLM-L6-v2)")
+    by_text: dict[str, Any] = {}
+    with MemoryEngine.open(folder, clock=clock) as engine:
+        existing = engine.stats(tenant)["memories"] > 0
+        if existing:
+            c.print("[yellow]the store already holds the demo; recalling only[/yellow]")
+            by_text = {m.text: m for m in engine.list(tenant=tenant)}
+        for s in sessions:
+            start = datetime.fromisoformat(s["at"])
+            clock.set(max(start + timedelta(minutes=len(s["turns"])), clock.now()))
+            if existing:
+                continue
+            items = [{"text": t["text"], "speaker": t["speaker"], "importance": t["importance"],
+                      "session_id": s["id"], "at": start + timedelta(minutes=i)}
+                     for i, t in enumerate(s["turns"])]
+            mems = engine.add_many(items, tenant=tenant)
+            by_text.update({m.text: m for m in mems})
+            c.print(f"session {s['id']} ({start:%d %b %Y}): stored {len(mems)} turns; "
+                    f"gatekeeper states: {', '.join(m.state for m in mems)}")
+
+        def find(fragment: str) -> Any:
+            return next(m for t, m in by_text.items() if fragment in t)
+
+        old, new = find("April 14th"), find("April 28th")
+        if engine.get(old.id, tenant=tenant).superseded_by is None:
+            engine.supersede(old.id, new.id, tenant=tenant)
+        c.print("\nThe launch date changed in session s3, so the April 14th memory is "
+                "superseded by the April 28th one.")
+
+        clock.advance(timedelta(days=1))
+        c.rule("Recall, with explanations")
+        for q in data["questions"]:
+            c.print(hits_table(engine.recall(q, tenant=tenant, k=3)))
+
+        c.rule("Spreading activation along a relation")
+        trip, sitter = find("Dolomites."), find("Lena")
+        q = "Tell me about the hiking trip"
+        before = engine.recall(q, tenant=tenant, k=3, touch=False)
+        c.print(hits_table(before, f"before relating: {q!r}"))
+        engine.relate(trip.id, sitter.id, "context_of", tenant=tenant, strength=1.0)
+        after = engine.recall(q, tenant=tenant, k=3, touch=False)
+        c.print(hits_table(after, f"after relate(trip -context_of-> Lena): {q!r}"))
+        surfaced = [h for h in after.memories if h.memory.id == sitter.id]
+        if surfaced and surfaced[0].explanation.path:
+            c.print(f"[green]Lena's memory surfaced via {surfaced[0].explanation.path[1]} from "
+                    f"the trip memory[/green]")
+
+        c.rule("Forgetting curve: days pass on a ManualClock")
+        dog = find("border collie")
+        table = Table(title="retention R = exp(-t/S) of two memories")
+        for col in ("day", "event", "dog walk (imp .5)", "stability", "peanut allergy (imp .95)"):
+            table.add_column(col)
+        allergy = find("peanuts")
+        base = clock.now()
+        for day, event in ((0, ""), (1, ""), (2, "recall about the dog"), (3, ""), (5, ""),
+                           (6, "recall about the dog"), (8, "")):
+            clock.set(base + timedelta(days=day))
+            if event:
+                engine.recall("Does Maya have a dog that needs walks?", tenant=tenant, k=1)
+            d = engine.get(dog.id, tenant=tenant)
+            a = engine.get(allergy.id, tenant=tenant)
+            now = clock.now()
+            r_dog = retention(accessed_at=d.accessed_at, now=now, importance=d.importance,
+                              stability=d.stability, half_life=engine.config.retention_half_life)
+            r_all = retention(accessed_at=a.accessed_at, now=now, importance=a.importance,
+                              stability=a.stability, half_life=engine.config.retention_half_life)
+            table.add_row(str(day), event, f"{r_dog:.3f}", f"{d.stability:.2f}", f"{r_all:.3f}")
+        c.print(table)
+        c.print("Each recall resets the clock of the dog memory and multiplies its stability by "
+                "1.5, so it fades more slowly afterwards; unused memories keep fading.")
+        st = engine.stats(tenant)
+        c.rule("Store")
+        c.print(f"{st['active']} active memories, {st['relations']} relations, "
+                f"{st['accesses']} recorded accesses, {st['superseded']} superseded")
+    c.print(f"\nTry: mnemonia recall 'launch date' --path {folder} --tenant {tenant}")
+
+
+def main() -> None:
+    """Entry point of the ``mnemonia`` script."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    app()
+
+
+if __name__ == "__main__":
+    main()
