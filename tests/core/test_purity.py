@@ -54,7 +54,7 @@ def import_violations(source: str, *, allow_first_party: bool = True) -> list[st
                 continue
             if allow_first_party and _is_allowed_first_party(module):
                 continue
-            bad.append(f"line {node.lineno}: import {module}")
+            bad.append(f"line {getattr(node, 'lineno', 0)}: import {module}")
     return bad
 
 

@@ -106,8 +106,9 @@ def test_spread_two_hops_with_decay_and_type_weights() -> None:
     result = ac.spread({"a": 1.0}, graph(edges))
     assert result["a"] == ac.Activation(value=1.0, source=None, relation=None, hops=0, seed=1.0)
     b = 1.0 * 0.8 * 0.9 * 0.5
-    assert result["b"] == ac.Activation(value=pytest.approx(b), source="a", relation="implies",
-                                        hops=1, seed=0.0)
+    assert result["b"].value == pytest.approx(b)
+    assert (result["b"].source, result["b"].relation, result["b"].hops) == ("a", "implies", 1)
+    assert result["b"].seed == 0.0
     assert result["c"].value == pytest.approx(b * 0.5 * 0.8 * 0.5)
     assert (result["c"].source, result["c"].relation, result["c"].hops) == ("b", "part_of", 2)
     assert "d" not in result  # depth 2

@@ -101,8 +101,10 @@ def test_retention_increases_with_stability(
     importance: float, s1: float, s2: float, t: float
 ) -> None:
     low, high = sorted((s1, s2))
-    kwargs = {"accessed_at": NOW - timedelta(seconds=t), "now": NOW, "importance": importance}
-    assert ret.retention(stability=low, **kwargs) <= ret.retention(stability=high, **kwargs)
+    accessed = NOW - timedelta(seconds=t)
+    weak = ret.retention(accessed_at=accessed, now=NOW, importance=importance, stability=low)
+    strong = ret.retention(accessed_at=accessed, now=NOW, importance=importance, stability=high)
+    assert weak <= strong
 
 
 @PROPS
