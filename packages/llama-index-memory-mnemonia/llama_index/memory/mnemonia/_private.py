@@ -1,0 +1,209 @@
+"""Helpers shared by the LlamaIndex adapters. Not public API: names here may change."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from mnemonia import MemoryEngine, RecallResult
+from mnemonia.config import TENANT_PATTERN
+from mnemonia.errors import InvalidInputError, InvalidTenantError
+
+log = logging.getLogger("mnemonia.llama_index")
+
+#: Metadata keys written on every message stored as an episode.
+ROLE_KEY = "role"
+#: True when the episode is a turn of a session's chat history (``MnemoniaMemory``).
+CHAT_HISTORY_KEY = "chat_history"
+#: The full ``ChatMessage.model_dump(mode="json")``, so ``get_all`` returns messages exactly.
+MESSAGE_KEY = "message"
+#: Set (to the time of the reset) when ``reset``/``set`` removed the turn from the session's
+#: short-term history; the episode itself stays a long-term memory.
+RESET_KEY = "chat_reset_at"
+#: Which adapter wrote the episode.
+SOURCE_KEY = "source"
+
+DEFAULT_MEMORY_TEMPLATE = (
+    "Long-term memory: what you remember from earlier conversations with this user. "
+    "Use it when it helps to answer; it may be incomplete or out of date.\n\n{memories}"
+)
+
+
+def resolve_engine(engine: Any) -> MemoryEngine:
+    """The engine to use: the one given, or the embedded default store (``./memory``)."""
+    if engine is None:
+        return MemoryEngine.open()
+    if not isinstance(engine, MemoryEngine):
+        raise InvalidInputError(
+            f"engine={engine!r}: must be a mnemonia.MemoryEngine "
+            "(e.g. MemoryEngine.open('./memory')) or None for the embedded default")
+    return engine
+
+
+def check_tenant(tenant: Any) -> str:
+    if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
+        raise InvalidTenantError(
+            f"tenant={tenant!r}: must be 1-64 characters of letters, digits, '_' or '-', "
+            "starting and ending with a letter or digit")
+    return tenant
+
+
+def check_k(k: Any, *, allow_none: bool = True) -> int | None:
+    if k is None and allow_none:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k={k!r}: must be an integer >= 1")
+    return k
+
+
+def check_session_id(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not session_id or len(session_id) > 256:
+        raise InvalidInputError(f"session_id={session_id!r}: must be a 1-256 character string")
+    return session_id
+
+
+def check_importance(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or not 0.0 <= float(value) <= 1.0:
+        raise InvalidInputError(f"importance={value!r}: must be a finite number in [0, 1]")
+    return float(value)
+
+
+def role_of(message: ChatMessage) -> str:
+    role = message.role
+    return role.value if isinstance(role, MessageRole) else str(role)
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text of a message (its text blocks), or '' when it has none."""
+    parts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
+    return "\n".join(p for p in parts if p).strip()
+
+
+def describe_message(message: ChatMessage) -> str:
+    """A non-empty text for a message: its text, else a short description (tool calls)."""
+    text = message_text(message)
+    if text:
+        return text
+    calls = [f"{b.tool_name}({b.tool_kwargs})" for b in message.blocks
+             if isinstance(b, ToolCallBlock)]
+    for call in message.additional_kwargs.get("tool_calls") or []:
+        name = call.get("tool_name") if isinstance(call, dict) else getattr(call, "tool_name", None)
+        if name is None and isinstance(call, dict):
+            name = (call.get("function") or {}).get("name")
+        if name and not any(c.startswith(f"{name}(") for c in calls):
+            calls.append(f"{name}(...)")
+    if calls:
+        return "called " + ", ".join(calls)
+    return f"[{role_of(message)} message without text]"
+
+
+def speaker_of(message: ChatMessage) -> str:
+    name = message.additional_kwargs.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return role_of(message)
+
+
+def message_item(message: ChatMessage, *, session_id: str | None, max_chars: int,
+                 importance: float, topic: str | None, chat_history: bool,
+                 source: str) -> dict[str, Any]:
+    """An ``engine.add_many`` item storing one message as an episode."""
+    if not isinstance(message, ChatMessage):
+        raise InvalidInputError(
+            f"expected a llama_index ChatMessage, got {type(message).__name__}: {message!r}")
+    metadata: dict[str, Any] = {ROLE_KEY: role_of(message), SOURCE_KEY: source}
+    if chat_history:
+        metadata[CHAT_HISTORY_KEY] = True
+        metadata[MESSAGE_KEY] = message.model_dump(mode="json")
+    return {"text": describe_message(message)[:max_chars], "kind": "episode",
+            "session_id": session_id, "speaker": speaker_of(message), "importance": importance,
+            "topic": topic, "metadata": metadata}
+
+
+def load_message(metadata: dict[str, Any]) -> ChatMessage:
+    return ChatMessage.model_validate(metadata[MESSAGE_KEY])
+
+
+def same_message(a: ChatMessage, b: ChatMessage) -> bool:
+    return bool(a.model_dump(mode="json") == b.model_dump(mode="json"))
+
+
+def count_tokens(messages: Sequence[ChatMessage], tokenizer_fn: Callable[[str], list[Any]]) -> int:
+    if not messages:
+        return 0
+    return len(tokenizer_fn(" ".join(str(m.content) for m in messages)))
+
+
+def trim_history(history: list[ChatMessage], *, token_limit: int, initial_token_count: int,
+                 tokenizer_fn: Callable[[str], list[Any]]) -> list[ChatMessage]:
+    """The latest messages that fit ``token_limit``, exactly as ``ChatMemoryBuffer.get`` does:
+    never start on an assistant or tool message, and keep at least the latest message."""
+    if not history:
+        return []
+    count = len(history)
+    tokens = count_tokens(history, tokenizer_fn) + initial_token_count
+    while tokens > token_limit and count > 1:
+        count -= 1
+        while count > 1 and history[-count].role in (MessageRole.TOOL, MessageRole.ASSISTANT):
+            count -= 1
+        tokens = count_tokens(history[-count:], tokenizer_fn) + initial_token_count
+    if tokens > token_limit or count <= 0:
+        return history[-1:]
+    return history[-count:]
+
+
+def query_from(messages: Sequence[ChatMessage], window: int) -> str:
+    """The text of the latest ``window`` messages that have text, oldest first."""
+    texts: list[str] = []
+    for m in reversed(messages):
+        text = message_text(m)
+        if text:
+            texts.append(text)
+            if len(texts) >= window:
+                break
+    return "\n".join(reversed(texts))
+
+
+def last_user_text(messages: Sequence[ChatMessage]) -> str:
+    for m in reversed(messages):
+        if m.role == MessageRole.USER:
+            text = message_text(m)
+            if text:
+                return text
+    return query_from(messages, 1)
+
+
+def without(result: RecallResult, ids: set[str]) -> RecallResult:
+    """``result`` without the hits whose memory id is in ``ids``."""
+    if not ids:
+        return result
+    return replace(result, memories=[h for h in result.memories if h.memory.id not in ids],
+                   episodes=[h for h in result.episodes if h.memory.id not in ids])
+
+
+def shown_ids(result: RecallResult) -> list[str]:
+    return [h.memory.id for h in result.memories] + [h.memory.id for h in result.episodes]
+
+
+def maintenance_available() -> bool:
+    """Whether the engine ships its maintenance module (``report_use``, ``snapshot``)."""
+    return importlib.util.find_spec("mnemonia.maintenance") is not None
+
+
+def report_use(engine: MemoryEngine, reply: str, ids: Sequence[str], *, tenant: str) -> list[str]:
+    """Tell the engine which recalled memories a reply used (DESIGN section 5, review worker).
+
+    A no-op while the engine ships without its maintenance module.
+    """
+    if not ids or not reply.strip():
+        return []
+    if not maintenance_available():
+        log.debug("mnemonia.maintenance is not installed; recall use not reported")
+        return []
+    return list(engine.report_use(reply, list(ids), tenant=tenant))

@@ -1,0 +1,201 @@
+"""``MnemoniaMemoryBlock``: Mnemonia long-term memory as a block of LlamaIndex ``Memory``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
+from llama_index.core.memory.memory import BaseMemoryBlock
+from llama_index.core.utils import get_tokenizer
+from mnemonia import MemoryEngine, RecallResult
+from mnemonia.errors import InvalidInputError
+
+from llama_index.memory.mnemonia import _private as P
+
+__all__ = ["MnemoniaMemoryBlock"]
+
+_SOURCE = "llama_index.MnemoniaMemoryBlock"
+_CACHE = 16  # rendered contents remembered for atruncate
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    result: RecallResult
+    snapshot: str
+
+
+def _render(result: RecallResult, snapshot: str) -> str:
+    text = result.render()
+    if snapshot:
+        text = f"{text}\n\n{snapshot}" if text else snapshot
+    return text
+
+
+class MnemoniaMemoryBlock(BaseMemoryBlock[str]):
+    """A ``Memory`` block that recalls from, and stores into, a tenant's Mnemonia memory.
+
+    ``aget`` recalls for the latest message(s) and returns the rendered ``RELEVANT EPISODES`` /
+    ``RELEVANT MEMORY`` text (only what passes the engine's ``min_activation`` floor; optionally
+    the tenant's snapshot too). ``aput`` stores messages as episodes: by default ``Memory``
+    sends a block the messages it flushes from short-term memory, so what leaves the chat
+    window becomes long-term memory, recalled when it matters again. When ``Memory`` has to
+    shrink the blocks (``priority`` > 0), ``atruncate`` drops the lowest-scored memories first.
+
+    Example:
+        >>> import tempfile
+        >>> from llama_index.core.llms import ChatMessage
+        >>> from llama_index.core.memory import Memory
+        >>> from mnemonia import MemoryEngine
+        >>> from mnemonia.embeddings import HashingEmbedder
+        >>> from llama_index.memory.mnemonia import MnemoniaMemoryBlock
+        >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> _ = engine.add("Bob is allergic to peanuts", tenant="bob", importance=0.9)
+        >>> block = MnemoniaMemoryBlock(engine=engine, tenant="bob", name="long_term_memory")
+        >>> memory = Memory.from_defaults(session_id="s1", memory_blocks=[block])
+        >>> memory.put(ChatMessage(role="user", content="Can Bob eat peanuts?"))
+        >>> messages = memory.get()
+        >>> "allergic to peanuts" in messages[0].content
+        True
+        >>> engine.close()
+
+    Args:
+        engine: A :class:`mnemonia.MemoryEngine`; ``None`` opens the embedded default store.
+        tenant: Whose memory.
+        name: The block's name (the tag ``Memory`` wraps its text in).
+        k: Memories recalled per ``aget`` (default: the engine's ``default_k``).
+        context_window: How many of the latest messages (with text) make the query.
+        priority: ``Memory`` truncation priority; 0 never truncates (LlamaIndex semantics).
+        store_roles: Roles of the messages ``aput`` stores (system prompts are left out).
+        importance: Importance given to stored messages.
+        topic, mode, user_id: Passed to ``engine.recall`` (``topic`` also tags stored ones).
+        include_snapshot: Append ``engine.snapshot(tenant)`` to what is recalled.
+        report_use: Tell the engine which recalled memories the assistant's next reply used.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = Field(default="long_term_memory", description="The name of the memory block.")
+    description: str | None = Field(
+        default="What Mnemonia recalls from the user's long-term memory for the latest messages.")
+    priority: int = Field(default=1, description="Truncation priority (0 = never truncate).")
+    engine: MemoryEngine = Field(exclude=True)
+    tenant: str
+    k: int | None = None
+    context_window: int = 1
+    store_roles: tuple[str, ...] = ("user", "assistant", "tool")
+    importance: float = 0.5
+    topic: str | None = None
+    mode: str | None = None
+    user_id: str | None = None
+    include_snapshot: bool = False
+    report_use: bool = True
+    tokenizer_fn: Callable[[str], list[Any]] = Field(default_factory=get_tokenizer, exclude=True)
+
+    _rendered: OrderedDict[str, _Rendered] = PrivateAttr(default_factory=OrderedDict)
+    _pending: tuple[str, list[str]] | None = PrivateAttr(default=None)
+
+    def __init__(self, engine: MemoryEngine | None = None, **data: Any) -> None:
+        P.check_tenant(data.get("tenant"))
+        P.check_k(data.get("k"))
+        P.check_importance(data.get("importance", 0.5))
+        window = data.get("context_window", 1)
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise InvalidInputError(f"context_window={window!r}: must be an integer >= 1")
+        super().__init__(engine=P.resolve_engine(engine), **data)
+
+    # ----------------------------------------------------------------------------------
+    # get
+    # ----------------------------------------------------------------------------------
+    async def _aget(self, messages: list[ChatMessage] | None = None,
+                    **block_kwargs: Any) -> str:
+        """Recall for the latest message(s); '' when nothing passes the floor."""
+        messages = list(messages or [])
+        await self._report_previous(messages)
+        query = P.query_from(messages, self.context_window)
+        if not query:
+            return ""
+        result = await self.engine.arecall(
+            query, tenant=self.tenant, k=self.k, topic=self.topic, mode=self.mode,
+            user_id=self.user_id)
+        snapshot = ""
+        if self.include_snapshot:
+            snapshot = (await asyncio.to_thread(self.engine.snapshot, self.tenant)).strip()
+        text = _render(result, snapshot)
+        ids = P.shown_ids(result)
+        self._pending = (P.query_from(messages, 1), ids) if ids else None
+        if text:
+            self._rendered[text] = _Rendered(result=result, snapshot=snapshot)
+            self._rendered.move_to_end(text)
+            while len(self._rendered) > _CACHE:
+                self._rendered.popitem(last=False)
+        return text
+
+    async def _report_previous(self, messages: list[ChatMessage]) -> None:
+        """The messages now hold the reply to the previous recall: report what it used."""
+        pending, self._pending = self._pending, None
+        if pending is None or not self.report_use:
+            return
+        anchor, ids = pending
+        # the message the previous recall was made for, then the assistant replies after it
+        for i in range(len(messages) - 2, -1, -1):
+            if P.message_text(messages[i]) == anchor:
+                reply = "\n".join(P.message_text(m) for m in messages[i + 1:]
+                                  if m.role == MessageRole.ASSISTANT and P.message_text(m))
+                if reply:
+                    await asyncio.to_thread(P.report_use, self.engine, reply, ids,
+                                            tenant=self.tenant)
+                return
+
+    # ----------------------------------------------------------------------------------
+    # put
+    # ----------------------------------------------------------------------------------
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Store messages (typically those flushed from short-term memory) as episodes."""
+        items = []
+        max_chars = self.engine.config.max_text_chars
+        for m in messages:
+            if P.role_of(m) not in self.store_roles or not P.message_text(m):
+                continue
+            session_id = m.additional_kwargs.get("session_id")
+            clean = m.model_copy(update={"additional_kwargs": {
+                key: v for key, v in m.additional_kwargs.items() if key != "session_id"}})
+            items.append(P.message_item(
+                clean, session_id=session_id if isinstance(session_id, str) and session_id
+                else None, max_chars=max_chars, importance=self.importance, topic=self.topic,
+                chat_history=False, source=_SOURCE))
+        if items:
+            await self.engine.aadd_many(items, tenant=self.tenant)
+
+    # ----------------------------------------------------------------------------------
+    # truncate
+    # ----------------------------------------------------------------------------------
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Drop the snapshot, then the lowest-scored memories, until ``tokens_to_truncate``
+        tokens are saved. Content this block did not render is dropped whole."""
+        rendered = self._rendered.get(content) if isinstance(content, str) else None
+        if rendered is None or tokens_to_truncate <= 0:
+            return None if tokens_to_truncate > 0 else content
+        original = len(self.tokenizer_fn(content))
+        result, snapshot = rendered.result, rendered.snapshot
+        order = sorted([*result.memories, *result.episodes], key=lambda h: (h.score, h.id))
+        while True:
+            text = _render(result, snapshot)
+            if not text:
+                return None
+            if original - len(self.tokenizer_fn(text)) >= tokens_to_truncate:
+                self._rendered[text] = _Rendered(result=result, snapshot=snapshot)
+                return text
+            if snapshot:
+                snapshot = ""
+                continue
+            if not order:
+                return None
+            drop = order.pop(0).id
+            result = replace(result,
+                             memories=[h for h in result.memories if h.id != drop],
+                             episodes=[h for h in result.episodes if h.id != drop])
