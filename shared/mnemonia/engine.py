@@ -185,6 +185,7 @@ class MemoryEngine:
         embedder: Any = None,
         entity_extractor: ent.EntityExtractor | None = None,
         summariser: Callable[[list[str]], str] | None = None,
+        namespace: str = "mnemonia",
     ) -> MemoryEngine:
         """Open (or create) a store.
 
@@ -199,10 +200,15 @@ class MemoryEngine:
                 ``Embeddings`` / LlamaIndex ``BaseEmbedding`` / Mnemonia embedder.
             entity_extractor: ``text -> ['type:name', ...]``; default rule-based.
             summariser: ``texts -> text`` used by consolidation for concept texts.
+            namespace: Prefix of the Chroma collection names (``<namespace>-<tenant>``), so
+                several stores can share one Chroma server.
         """
         cfg = config if config is not None else MnemoniaConfig.load()
         if not isinstance(cfg, MnemoniaConfig):
             raise InvalidInputError(f"config must be a MnemoniaConfig, got {type(cfg).__name__}")
+        if not isinstance(namespace, str) or not TENANT_PATTERN.match(namespace):
+            raise InvalidInputError(
+                f"namespace={namespace!r}: must be 1-64 letters, digits, '_' or '-'")
         emb = as_embedder(embedder)
         folder: Path | None = None
         lock: _StoreLock | None = None
@@ -226,6 +232,7 @@ class MemoryEngine:
             vectors = VectorIndex(
                 path=str(folder / "chroma") if chroma_url is None and folder else None,
                 url=chroma_url, attempts=cfg.retry_attempts, max_wait=cfg.retry_max_wait,
+                namespace=namespace,
             )
             engine = cls(vectors=vectors, sql=side, config=cfg, clock=clock or SystemClock(),
                          embedder=emb, path=folder, lock=lock,
@@ -1317,7 +1324,8 @@ class MemoryEngine:
 
     def import_(self, path: str | os.PathLike[str], *, reembed: bool = False) -> int:
         """Load a JSONL export. With another embedding model, pass ``reembed=True``."""
-        records = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+        with open(path, encoding="utf-8") as fh:
+            records = [json.loads(line) for line in fh if line.strip()]
         header = records[0] if records and records[0].get("type") == "header" else {}
         same = header.get("embedding_model") == self.embedder.name
         if not same and not reembed:

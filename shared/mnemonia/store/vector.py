@@ -28,12 +28,12 @@ __all__ = ["VectorIndex", "collection_name"]
 
 log = logging.getLogger("mnemonia.store")
 T = TypeVar("T")
-_PREFIX = "mnemonia-"
 _MAX_BATCH = 4000
 
 
-def collection_name(tenant: str) -> str:
-    return f"{_PREFIX}{tenant}"
+def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
+    """Chroma collection of a tenant: ``<namespace>-<tenant>``."""
+    return f"{namespace}-{tenant}"
 
 
 def _transient(exc: BaseException) -> bool:
@@ -56,12 +56,13 @@ class VectorIndex:
     """Chroma client plus per-tenant collections."""
 
     def __init__(self, *, path: str | None = None, url: str | None = None,
-                 attempts: int = 5, max_wait: float = 2.0) -> None:
+                 attempts: int = 5, max_wait: float = 2.0, namespace: str = "mnemonia") -> None:
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
         from chromadb.config import Settings
 
         settings = Settings(anonymized_telemetry=False, allow_reset=False)
+        self.namespace = namespace
         self._attempts = attempts
         self._max_wait = max_wait
         self._collections: dict[str, Any] = {}
@@ -84,7 +85,7 @@ class VectorIndex:
     def _call(self, fn: Callable[[], T]) -> T:
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential_jitter(initial=0.05, max=self._max_wait),
+            wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
             retry=retry_if_exception(_transient),
             reraise=False,
         )
@@ -107,7 +108,7 @@ class VectorIndex:
         col = self._collections.get(tenant)
         if col is not None:
             return col
-        name = collection_name(tenant)
+        name = collection_name(tenant, self.namespace)
         meta = {"hnsw:space": "cosine", "embedding_model": model, "dimension": dimension}
         if create:
             col = self._call(lambda: self._client.get_or_create_collection(
