@@ -1,0 +1,1 @@
+"""Internal helpers of ``langchain_mnemonia``; nothing here is public API."""

@@ -1,0 +1,149 @@
+"""``MnemoniaChatMessageHistory``: a chat history whose every message is also a memory."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+from mnemonia import Memory, MemoryEngine
+from mnemonia.errors import InvalidInputError
+
+from langchain_mnemonia._private.engine import default_engine
+from langchain_mnemonia._private.messages import (
+    CLEARED_FLAG,
+    HISTORY_FLAG,
+    episode_text,
+    message_from_record,
+    message_record,
+    speaker_of,
+)
+from langchain_mnemonia._private.validation import check_tenant
+
+__all__ = ["MnemoniaChatMessageHistory"]
+
+
+class MnemoniaChatMessageHistory(BaseChatMessageHistory):
+    """Messages of one chat session, in order; each one is also an ``episode`` memory.
+
+    Every message is stored with the engine as an episode of ``session_id`` spoken by its
+    speaker (``message.name``, else ``human_prefix`` / ``ai_prefix`` / ``System`` / ``Tool``),
+    so it is embedded as ``Speaker said, "text"`` and can be recalled later from any session of
+    the tenant. The full message (type, name, tool calls, ...) is kept in the memory's metadata
+    and comes back unchanged from :attr:`messages`.
+
+    :meth:`clear` empties this session's history only. The episodes stay long-term memories
+    (recallable) until they are forgotten or evicted; other sessions are untouched.
+
+    Example:
+        >>> import tempfile
+        >>> from mnemonia import MemoryEngine
+        >>> from mnemonia.embeddings import HashingEmbedder
+        >>> from langchain_mnemonia import MnemoniaChatMessageHistory
+        >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> history = MnemoniaChatMessageHistory(engine=engine, tenant="alice", session_id="s1")
+        >>> history.add_user_message("I just adopted a cat called Miso")
+        >>> history.add_ai_message("Congratulations! How old is Miso?")
+        >>> [m.type for m in history.messages]
+        ['human', 'ai']
+        >>> history.clear()
+        >>> history.messages
+        []
+        >>> engine.recall("what is the cat called?", tenant="alice").memories[0].memory.text
+        'I just adopted a cat called Miso'
+        >>> engine.close()
+    """
+
+    def __init__(
+        self,
+        engine: MemoryEngine | None = None,
+        *,
+        tenant: str,
+        session_id: str,
+        importance: float = 0.5,
+        topic: str | None = None,
+        human_prefix: str = "Human",
+        ai_prefix: str = "AI",
+    ) -> None:
+        """Open the history of one session.
+
+        Args:
+            engine: The memory engine; ``None`` opens the embedded default (``./memory``).
+            tenant: Whose memory the messages become.
+            session_id: The conversation; 1-256 characters.
+            importance: Importance in [0, 1] given to each stored message.
+            topic: Optional topic of the stored messages.
+            human_prefix: Speaker name for human messages without ``name``.
+            ai_prefix: Speaker name for AI messages without ``name``.
+        """
+        if not isinstance(session_id, str) or not session_id or len(session_id) > 256:
+            raise InvalidInputError(f"session_id={session_id!r}: must be a 1-256 char string")
+        for name, value in (("human_prefix", human_prefix), ("ai_prefix", ai_prefix)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(f"{name}={value!r}: must be a non-empty string")
+        self.engine = engine if engine is not None else default_engine()
+        self.tenant = check_tenant(tenant)
+        self.session_id = session_id
+        self.importance = importance
+        self.topic = topic
+        self.human_prefix = human_prefix
+        self.ai_prefix = ai_prefix
+
+    def __repr__(self) -> str:
+        return (f"MnemoniaChatMessageHistory(tenant={self.tenant!r}, "
+                f"session_id={self.session_id!r})")
+
+    # ---------------------------------------------------------------- reading
+    def _history_memories(self) -> list[Memory]:
+        return [m for m in self.engine.list(tenant=self.tenant, session_id=self.session_id)
+                if m.metadata.get(HISTORY_FLAG) and not m.metadata.get(CLEARED_FLAG)]
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """This session's messages, oldest first (not the ones before the last ``clear``)."""
+        return [message_from_record(m.metadata["message"]) for m in self._history_memories()]
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return await asyncio.to_thread(lambda: self.messages)
+
+    # ---------------------------------------------------------------- writing
+    def _items(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+        max_chars = self.engine.config.max_text_chars
+        items = []
+        for message in messages:
+            if not isinstance(message, BaseMessage):
+                raise InvalidInputError(
+                    f"expected LangChain messages, got {type(message).__name__}: {message!r}")
+            items.append({
+                "text": episode_text(message, max_chars),
+                "kind": "episode",
+                "importance": self.importance,
+                "topic": self.topic,
+                "session_id": self.session_id,
+                "speaker": speaker_of(message, self.human_prefix, self.ai_prefix),
+                "metadata": {"role": message.type, HISTORY_FLAG: True,
+                             "message": message_record(message)},
+            })
+        return items
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append messages (one batched embedding pass; all or nothing)."""
+        items = self._items(messages)
+        if items:
+            self.engine.add_many(items, tenant=self.tenant)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        items = self._items(messages)
+        if items:
+            await self.engine.aadd_many(items, tenant=self.tenant)
+
+    def clear(self) -> None:
+        """Empty this session's history; its episodes stay recallable long-term memories."""
+        for memory in self._history_memories():
+            self.engine.update_metadata(memory.id, tenant=self.tenant,
+                                        metadata={CLEARED_FLAG: True})
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
