@@ -187,6 +187,36 @@ def without(result: RecallResult, ids: set[str]) -> RecallResult:
                    episodes=[h for h in result.episodes if h.memory.id not in ids])
 
 
+def render(result: RecallResult, snapshot: str = "") -> str:
+    """``result.render()`` followed by the snapshot text, if any."""
+    text = result.render()
+    snapshot = snapshot.strip()
+    if snapshot:
+        text = f"{text}\n\n{snapshot}" if text else snapshot
+    return text
+
+
+def shrink(result: RecallResult, snapshot: str, fits: Callable[[str], bool]
+           ) -> tuple[str, RecallResult, str]:
+    """Drop the snapshot, then the lowest-scored hits, until ``fits(rendered text)``.
+
+    Returns the text ('' when nothing fits), and the result and snapshot it renders.
+    """
+    order = sorted([*result.memories, *result.episodes], key=lambda h: (h.score, h.id))
+    while True:
+        text = render(result, snapshot)
+        if not text or fits(text):
+            return text, result, snapshot
+        if snapshot:
+            snapshot = ""
+            continue
+        if not order:
+            return "", result, snapshot
+        drop = order.pop(0).id
+        result = replace(result, memories=[h for h in result.memories if h.id != drop],
+                         episodes=[h for h in result.episodes if h.id != drop])
+
+
 def shown_ids(result: RecallResult) -> list[str]:
     return [h.memory.id for h in result.memories] + [h.memory.id for h in result.episodes]
 

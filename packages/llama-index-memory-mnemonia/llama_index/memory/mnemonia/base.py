@@ -17,11 +17,14 @@ from mnemonia.errors import InvalidInputError
 
 from llama_index.memory.mnemonia import _private as P
 
-__all__ = ["DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO", "MnemoniaMemory"]
+__all__ = ["DEFAULT_CHAT_HISTORY_TOKEN_RATIO", "DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO",
+           "MnemoniaMemory"]
 
 #: Same defaults as ``ChatMemoryBuffer``.
 DEFAULT_TOKEN_LIMIT = 3000
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75
+#: Same default as LlamaIndex ``Memory``: the chat keeps at least 70% of the token budget.
+DEFAULT_CHAT_HISTORY_TOKEN_RATIO = 0.7
 _SOURCE = "llama_index.MnemoniaMemory"
 
 
@@ -64,6 +67,9 @@ class MnemoniaMemory(BaseMemory):
         session_id: This conversation; default a new random id.
         k: How many memories to recall per ``get`` (default: the engine's ``default_k``).
         token_limit: Token budget of the returned messages (chat + memory message).
+        chat_history_token_ratio: Share of ``token_limit`` kept for the chat (default 0.7, as
+            in LlamaIndex ``Memory``); the memory message gets the rest, dropping its
+            lowest-scored memories until it fits.
         insert_method: ``"system"`` (default) puts the memories in a system message first;
             ``"user"`` prepends them to the latest user message (for agents that drop a
             leading system message, such as ``ReActAgent`` without a ``system_prompt``).
@@ -82,6 +88,9 @@ class MnemoniaMemory(BaseMemory):
                             description="This conversation.")
     k: int | None = Field(default=None, description="Memories recalled per get.")
     token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, gt=0)
+    chat_history_token_ratio: float = Field(
+        default=DEFAULT_CHAT_HISTORY_TOKEN_RATIO, gt=0.0, le=1.0,
+        description="Share of token_limit kept for the chat; the memory message gets the rest.")
     tokenizer_fn: Callable[[str], list[Any]] = Field(default_factory=get_tokenizer, exclude=True)
     insert_method: Literal["system", "user"] = "system"
     memory_template: str = P.DEFAULT_MEMORY_TEMPLATE
@@ -189,23 +198,25 @@ class MnemoniaMemory(BaseMemory):
     def _assemble(self, records: list[tuple[Memory, ChatMessage]], window: list[ChatMessage],
                   result: RecallResult | None, snapshot: str, initial_token_count: int
                   ) -> list[ChatMessage]:
-        """Filter what the window already shows, render, fit the budget, insert."""
+        """Leave out what the window shows, fit the memory budget, trim the chat, insert."""
         self._last_recalled = []
-        text = ""
-        if result is not None:
-            in_window = {m.id for m, _ in records[len(records) - len(window):]}
-            result = P.without(result, in_window)
-            text = result.render()
-            self._last_recalled = P.shown_ids(result)
-        if snapshot.strip():
-            text = f"{text}\n\n{snapshot.strip()}" if text else snapshot.strip()
+        if result is None:
+            result = RecallResult(query="", tenant=self.tenant, mode="", memories=[])
+        in_window = {m.id for m, _ in records[len(records) - len(window):]}
+        result = P.without(result, in_window)
+        budget = min(int(self.token_limit * (1.0 - self.chat_history_token_ratio)),
+                     self.token_limit - initial_token_count)
+        text, result, _ = P.shrink(
+            result, snapshot,
+            lambda t: len(self.tokenizer_fn(self.memory_template.replace("{memories}", t)))
+            <= budget)
         if not text:
             return window
+        self._last_recalled = P.shown_ids(result)
         body = self.memory_template.replace("{memories}", text)
-        used = len(self.tokenizer_fn(body))
         window = P.trim_history(window, token_limit=self.token_limit,
-                                initial_token_count=min(self.token_limit,
-                                                        initial_token_count + used),
+                                initial_token_count=initial_token_count
+                                + len(self.tokenizer_fn(body)),
                                 tokenizer_fn=self.tokenizer_fn)
         if self.insert_method == "system":
             return [ChatMessage(role=MessageRole.SYSTEM, content=body), *window]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -27,13 +27,6 @@ _CACHE = 16  # rendered contents remembered for atruncate
 class _Rendered:
     result: RecallResult
     snapshot: str
-
-
-def _render(result: RecallResult, snapshot: str) -> str:
-    text = result.render()
-    if snapshot:
-        text = f"{text}\n\n{snapshot}" if text else snapshot
-    return text
 
 
 class MnemoniaMemoryBlock(BaseMemoryBlock[str]):
@@ -125,15 +118,18 @@ class MnemoniaMemoryBlock(BaseMemoryBlock[str]):
         snapshot = ""
         if self.include_snapshot:
             snapshot = (await asyncio.to_thread(self.engine.snapshot, self.tenant)).strip()
-        text = _render(result, snapshot)
+        text = P.render(result, snapshot)
         ids = P.shown_ids(result)
         self._pending = (P.query_from(messages, 1), ids) if ids else None
         if text:
-            self._rendered[text] = _Rendered(result=result, snapshot=snapshot)
-            self._rendered.move_to_end(text)
-            while len(self._rendered) > _CACHE:
-                self._rendered.popitem(last=False)
+            self._remember(text, _Rendered(result=result, snapshot=snapshot))
         return text
+
+    def _remember(self, text: str, rendered: _Rendered) -> None:
+        self._rendered[text] = rendered
+        self._rendered.move_to_end(text)
+        while len(self._rendered) > _CACHE:
+            self._rendered.popitem(last=False)
 
     async def _report_previous(self, messages: list[ChatMessage]) -> None:
         """The messages now hold the reply to the previous recall: report what it used."""
@@ -177,25 +173,16 @@ class MnemoniaMemoryBlock(BaseMemoryBlock[str]):
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop the snapshot, then the lowest-scored memories, until ``tokens_to_truncate``
         tokens are saved. Content this block did not render is dropped whole."""
+        if tokens_to_truncate <= 0:
+            return content
         rendered = self._rendered.get(content) if isinstance(content, str) else None
-        if rendered is None or tokens_to_truncate <= 0:
-            return None if tokens_to_truncate > 0 else content
+        if rendered is None:
+            return None
         original = len(self.tokenizer_fn(content))
-        result, snapshot = rendered.result, rendered.snapshot
-        order = sorted([*result.memories, *result.episodes], key=lambda h: (h.score, h.id))
-        while True:
-            text = _render(result, snapshot)
-            if not text:
-                return None
-            if original - len(self.tokenizer_fn(text)) >= tokens_to_truncate:
-                self._rendered[text] = _Rendered(result=result, snapshot=snapshot)
-                return text
-            if snapshot:
-                snapshot = ""
-                continue
-            if not order:
-                return None
-            drop = order.pop(0).id
-            result = replace(result,
-                             memories=[h for h in result.memories if h.id != drop],
-                             episodes=[h for h in result.episodes if h.id != drop])
+        text, result, snapshot = P.shrink(
+            rendered.result, rendered.snapshot,
+            lambda t: original - len(self.tokenizer_fn(t)) >= tokens_to_truncate)
+        if not text:
+            return None
+        self._remember(text, _Rendered(result=result, snapshot=snapshot))
+        return text
