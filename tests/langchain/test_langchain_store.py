@@ -1,0 +1,196 @@
+"""MnemoniaStore: LangGraph's store contract, the namespace/key mapping, and a graph using it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langgraph.store.base import BaseStore
+from mnemonia import MemoryEngine
+from mnemonia.config import TENANT_PATTERN
+from mnemonia.errors import InvalidInputError
+
+from langchain_mnemonia import MnemoniaStore
+from langchain_mnemonia._private.namespaces import item_id, namespace_tenant
+from tests.contracts.langchain_store import StoreContract
+
+
+class TestStoreContract(StoreContract):
+    @pytest.fixture
+    def make_store(self, engine: MemoryEngine) -> Callable[..., BaseStore]:
+        def make(fields: list[str] | None = None) -> BaseStore:
+            # A fresh prefix per call: each store starts empty on the shared engine.
+            make.n += 1  # type: ignore[attr-defined]
+            return MnemoniaStore(engine=engine, index_fields=fields,
+                                 tenant_prefix=f"s{make.n}")  # type: ignore[attr-defined]
+        make.n = 0  # type: ignore[attr-defined]
+        return make
+
+
+@pytest.mark.parametrize("namespace", [
+    ("users",), ("users", "alice"), ("a-b",), ("a", "b"), ("ümlaut", "日本"),
+    ("x" * 200,), ("with space", "and/slash"), ("-",), tuple("abcdefghijklmnop"),
+])
+def test_namespace_maps_to_a_valid_distinct_tenant(namespace: tuple[str, ...]) -> None:
+    tenant = namespace_tenant(namespace, "lg")
+    assert TENANT_PATTERN.match(tenant), tenant
+    assert tenant == namespace_tenant(namespace, "lg")  # deterministic
+    assert tenant.startswith("lg-")
+
+
+def test_lookalike_namespaces_get_different_tenants() -> None:
+    lookalikes = [("a-b",), ("a", "b"), ("a b",), ("a_b",), ("A", "b"), ("a", "b", "")]
+    assert len({namespace_tenant(ns, "lg") for ns in lookalikes}) == len(lookalikes)
+    assert item_id(("a",), "b-c") != item_id(("a", "b"), "c")
+    assert item_id(("a", "b"), "c") == item_id(("a", "b"), "c")
+
+
+def test_items_are_memories_in_their_namespace_tenant(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    store.put(("users", "alice"), "pet", {"text": "Alice has a cat called Miso", "n": 1})
+    tenant = store.tenant_for(("users", "alice"))
+    mem = engine.get(item_id(("users", "alice"), "pet"), tenant=tenant)
+    assert mem.text == "Alice has a cat called Miso"
+    assert mem.kind == "fact"
+    assert mem.metadata["langgraph"]["value"] == {"text": "Alice has a cat called Miso", "n": 1}
+    hit = engine.recall("Alice's cat", tenant=tenant, k=1).memories[0]
+    assert hit.memory.id == mem.id
+
+
+def test_embedded_text_follows_the_value(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    ns = ("t",)
+    tenant = store.tenant_for(ns)
+    store.put(ns, "a", {"content": "from content", "other": 1})
+    store.put(ns, "b", {"memory": "from memory"})
+    store.put(ns, "c", {"color": "red", "size": 3})
+    store.put(ns, "d", {"ctx": [{"content": "one"}, {"content": "two"}]},
+              index=["ctx[*].content"])
+    texts = {k: engine.get(item_id(ns, k), tenant=tenant).text for k in "abcd"}
+    assert texts == {"a": "from content", "b": "from memory",
+                     "c": '{"color": "red", "size": 3}', "d": "one\ntwo"}
+
+
+def test_search_explains_nothing_it_should_not(engine: MemoryEngine) -> None:
+    """A memory added to a store tenant by other code is not a store item."""
+    store = MnemoniaStore(engine=engine)
+    store.put(("docs",), "k", {"text": "the launch is on Friday"})
+    engine.add("the launch is on Friday, said someone", tenant=store.tenant_for(("docs",)))
+    assert [i.key for i in store.search(("docs",), query="launch Friday")] == ["k"]
+    assert [i.key for i in store.search(("docs",))] == ["k"]
+
+
+def test_search_runs_the_recall_pipeline(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    ns = ("u",)
+    store.put(ns, "tea", {"text": "Alice prefers green tea"})
+    store.put(ns, "trip", {"text": "Alice flies to Lisbon"})
+    tenant = store.tenant_for(ns)
+    [top, _] = store.search(ns, query="green tea")
+    assert top.key == "tea"
+    assert top.score == pytest.approx(
+        engine.recall("green tea", tenant=tenant, k=1, min_activation=0,
+                      touch=False).memories[0].score)
+    # Search records the access, as recall does: the memory strengthens with use.
+    assert engine.get(item_id(ns, "tea"), tenant=tenant).access_count >= 1
+    untouched = MnemoniaStore(engine=engine, touch=False)
+    before = engine.get(item_id(ns, "trip"), tenant=tenant).access_count
+    untouched.search(ns, query="Lisbon")
+    assert engine.get(item_id(ns, "trip"), tenant=tenant).access_count == before
+
+
+def test_search_widens_when_the_filter_drops_hits(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    for i in range(30):
+        store.put(("w",), f"k{i}", {"text": f"note {i} about the garden", "odd": i % 2})
+    store.put(("w",), "rare", {"text": "unrelated words entirely", "odd": 7})
+    found = store.search(("w",), query="garden", filter={"odd": 7}, limit=1)
+    assert [i.key for i in found] == ["rare"]
+    assert len(store.search(("w",), query="garden", filter={"odd": 1}, limit=20)) == 15
+
+
+def test_operators_and_nested_filters(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    store.put(("f",), "a", {"text": "a", "meta": {"lang": "pt", "n": 1}, "tags": ["x"]})
+    store.put(("f",), "b", {"text": "b", "meta": {"lang": "en", "n": 2}, "tags": ["y"]})
+
+    def keys(flt: dict[str, Any]) -> list[str]:
+        return sorted(i.key for i in store.search(("f",), filter=flt))
+
+    assert keys({"meta": {"lang": "pt"}}) == ["a"]
+    assert keys({"meta.n": {"$gt": 1}}) == ["b"]
+    assert keys({"tags": ["y"]}) == ["b"]
+    assert keys({"meta.lang": {"$in": ["pt", "es"]}}) == ["a"]
+    assert keys({"meta.lang": {"$nin": ["pt"]}}) == ["b"]
+    assert keys({"missing": {"$ne": 1}}) == ["a", "b"]
+    with pytest.raises(ValueError, match="operator"):
+        keys({"text": {"$regex": "a"}})
+
+
+def test_ttl_is_not_supported(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    with pytest.raises(NotImplementedError):
+        store.put(("t",), "k", {"v": 1}, ttl=5)
+
+
+def test_values_must_be_json_dicts_and_nothing_is_lost_on_error(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    store.put(("t",), "k", {"v": 1})
+    with pytest.raises(InvalidInputError, match="JSON"):
+        store.put(("t",), "k", {"v": object()})
+    item = store.get(("t",), "k")
+    assert item is not None and item.value == {"v": 1}
+    with pytest.raises(InvalidInputError):
+        store.put(("t",), "k", ["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+def test_bad_constructor_arguments(engine: MemoryEngine) -> None:
+    with pytest.raises(InvalidInputError):
+        MnemoniaStore(engine=engine, tenant_prefix="bad prefix!")
+    with pytest.raises(InvalidInputError):
+        MnemoniaStore(engine=engine, index_fields="text")  # type: ignore[arg-type]
+
+
+def test_a_new_store_object_sees_the_same_data(engine: MemoryEngine) -> None:
+    MnemoniaStore(engine=engine).put(("p", "q"), "k", {"text": "persisted"})
+    other = MnemoniaStore(engine=engine)
+    assert other.list_namespaces() == [("p", "q")]
+    item = other.get(("p", "q"), "k")
+    assert item is not None and item.value == {"text": "persisted"}
+    assert MnemoniaStore(engine=engine, tenant_prefix="other").list_namespaces() == []
+
+
+def test_store_inside_a_langgraph_graph(engine: MemoryEngine) -> None:
+    """A node remembers facts about the user across threads through the injected store."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        user: str
+        message: str
+        reply: str
+
+    def respond(state: State, *, store: BaseStore) -> dict[str, str]:
+        ns = ("memories", state["user"])
+        if state["message"].startswith("remember:"):
+            fact = state["message"].removeprefix("remember:").strip()
+            store.put(ns, f"fact-{len(store.search(ns, limit=100))}", {"text": fact})
+            return {"reply": "ok"}
+        hits = store.search(ns, query=state["message"], limit=1)
+        return {"reply": hits[0].value["text"] if hits else "I don't know"}
+
+    graph = StateGraph(State)
+    graph.add_node("respond", respond)
+    graph.add_edge(START, "respond")
+    graph.add_edge("respond", END)
+    app = graph.compile(store=MnemoniaStore(engine=engine))
+
+    app.invoke({"user": "alice", "message": "remember: my locker code is 4417"})
+    app.invoke({"user": "alice", "message": "remember: I park on level 3"})
+    app.invoke({"user": "bob", "message": "remember: I park on level 9"})
+    out = app.invoke({"user": "alice", "message": "where do I park?"})
+    assert out["reply"] == "I park on level 3"
+    out = app.invoke({"user": "carol", "message": "where do I park?"})
+    assert out["reply"] == "I don't know"
