@@ -169,6 +169,7 @@ class MemoryEngine:
         self.summariser = summariser
         self._closed = False
         self._type_weights = dict(config.relation_types)
+        self._known_tenants: set[str] = set()
 
     # ------------------------------------------------------------------------------------
     # opening and closing
@@ -414,11 +415,13 @@ class MemoryEngine:
         if create:
             return self._vectors.collection(tenant, model=self.embedder.name,
                                             dimension=self.embedder.dimension, create=True)
-        with self._sql.connect() as conn:
-            known = conn.execute(sa.select(S.collections.c.tenant)
-                                 .where(S.collections.c.tenant == tenant)).first()
-        if known is None:
-            return None
+        if tenant not in self._known_tenants:
+            with self._sql.connect() as conn:
+                known = conn.execute(sa.select(S.collections.c.tenant)
+                                     .where(S.collections.c.tenant == tenant)).first()
+            if known is None:
+                return None
+            self._known_tenants.add(tenant)
         return self._vectors.collection(tenant, model=self.embedder.name, dimension=0,
                                         create=False)
 
@@ -658,7 +661,10 @@ class MemoryEngine:
                 prev = conn.execute(
                     sa.select(S.memories.c.id).where(
                         S.memories.c.tenant == tenant, S.memories.c.session_id == p.session_id,
-                        S.memories.c.created_at <= p.at, S.memories.c.id != p.id)
+                        S.memories.c.id != p.id, sa.or_(S.memories.c.created_at < p.at, sa.and_(
+                            S.memories.c.created_at == p.at,  # same time: an earlier seq only
+                            S.memories.c.seq < sa.select((me := S.memories.alias("me")).c.seq)
+                            .where(me.c.id == p.id).scalar_subquery())))
                     .order_by(S.memories.c.created_at.desc(), S.memories.c.seq.desc()).limit(1)
                 ).first()
                 if prev is not None:
@@ -928,7 +934,6 @@ class MemoryEngine:
         cfg = self.config
         # 1. dense + keyword candidates, widened until enough visible ones remain
         n_dense = max(cfg.recall_initial_candidates * 2, 2 * k)
-        total = self._vectors.count(col)
         rows: dict[str, Any] = {}
         cos: dict[str, float] = {}
         while True:
@@ -936,9 +941,9 @@ class MemoryEngine:
             got = dict(zip(ids[0], sims[0], strict=True))
             rows = self._rows(conn, tenant, got)
             visible = [i for i in got if i in rows and self._visible(rows[i], topic)]
-            if len(visible) >= min(n_dense // 2, k) or n_dense >= total:
+            if len(visible) >= min(n_dense // 2, k) or len(got) < n_dense:
                 break
-            n_dense = min(total, n_dense * 4)
+            n_dense *= 4
         cos.update({i: got[i] for i in visible})
         kw_hits = self._sql.keyword_search(conn, tenant, qtok, max(cfg.keyword_candidates, k))
         missing = [i for i, _ in kw_hits if i not in rows]

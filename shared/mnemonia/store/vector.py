@@ -136,10 +136,9 @@ class VectorIndex:
 
     def query(self, col: Any, vectors: np.ndarray, n: int) -> tuple[list[list[str]], list[list[float]]]:
         """kNN: per query row, ids and cosine similarities, best first."""
-        count = self.count(col)
-        if count == 0 or n <= 0:
+        if n <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))], [[] for _ in range(len(vectors))]
-        res = self._call(lambda: col.query(query_embeddings=vectors, n_results=min(n, count),
+        res = self._call(lambda: col.query(query_embeddings=vectors, n_results=n,
                                            include=["distances"]))
         ids = res["ids"]
         sims = [[1.0 - float(d) for d in row] for row in res["distances"]]
