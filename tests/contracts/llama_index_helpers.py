@@ -6,12 +6,16 @@ that records what the LLM was sent, so a test can check what a memory put in the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
 
 
 def weather(city: str) -> str:
@@ -74,3 +78,18 @@ def dump(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 
 def texts(messages: Sequence[ChatMessage]) -> list[tuple[str, str | None]]:
     return [(m.role.value, m.content) for m in messages]
+
+
+def memory_factory(folder: Path) -> Callable[..., Memory]:
+    """``Memory.from_defaults(**kwargs)`` on a SQLite file in ``folder`` without a connection
+    pool, so no connection outlives the test (the default in-memory store leaks one, which
+    warns when it is garbage-collected, in whatever test runs then)."""
+    count = 0
+
+    def make(**kwargs: Any) -> Memory:
+        nonlocal count
+        count += 1
+        engine = create_async_engine(f"sqlite+aiosqlite:///{folder}/chat-{count}.db",
+                                     poolclass=NullPool)
+        return Memory.from_defaults(async_engine=engine, **kwargs)
+    return make

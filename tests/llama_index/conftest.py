@@ -6,9 +6,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
+from llama_index.core.memory import Memory
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
+
+from tests.contracts.llama_index_helpers import memory_factory
 
 _HERE = Path(__file__).parent
 
@@ -22,6 +24,11 @@ _LLAMA_INDEX_WARNINGS = [
     "ignore:Accessing the 'model_fields' attribute on the instance:DeprecationWarning",
     # ReActAgent.take_step checks ctx.is_running inside its own step.
     "ignore:is_running called from within a step:DeprecationWarning",
+    # Memory.from_defaults() keeps its chat in an in-memory aiosqlite database it never
+    # closes; the connection warns when collected. Tests use `li_memory` (closed properly);
+    # only the docstring examples show the plain default.
+    r"ignore:Exception ignored in. <function Connection.__del__:"
+    "pytest.PytestUnraisableExceptionWarning",
 ]
 
 
@@ -48,3 +55,10 @@ def open_engine(tmp_path: Path, clock: ManualClock, config: MnemoniaConfig,
     yield open_
     for eng in opened:
         eng.close()
+
+
+
+@pytest.fixture
+def li_memory(tmp_path: Path) -> Callable[..., Memory]:
+    """LlamaIndex ``Memory.from_defaults`` whose chat store is closed properly."""
+    return memory_factory(tmp_path)

@@ -14,11 +14,11 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.storage.chat_store import SimpleChatStore
-
 from llama_index.memory.mnemonia import MnemoniaMemory
 from llama_index.memory.mnemonia import _private as P
 from mnemonia import MemoryEngine, MnemoniaConfig
 from mnemonia.errors import InvalidInputError, InvalidTenantError, MnemoniaError
+
 from tests.contracts.llama_index_helpers import WEATHER_TOOL, Script, dump
 from tests.contracts.llama_index_memory import LlamaIndexMemoryContract
 

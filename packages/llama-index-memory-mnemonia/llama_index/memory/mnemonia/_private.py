@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+
 from mnemonia import MemoryEngine, RecallResult
 from mnemonia.config import TENANT_PATTERN
 from mnemonia.errors import InvalidInputError, InvalidTenantError

@@ -12,10 +12,10 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.llms.llm import LLM
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
+from llama_index.memory.mnemonia import _private as P
+
 from mnemonia import Memory, MemoryEngine, RecallResult
 from mnemonia.errors import InvalidInputError
-
-from llama_index.memory.mnemonia import _private as P
 
 __all__ = ["DEFAULT_CHAT_HISTORY_TOKEN_RATIO", "DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO",
            "MnemoniaMemory"]

@@ -12,10 +12,10 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
+from llama_index.memory.mnemonia import _private as P
+
 from mnemonia import MemoryEngine, RecallResult
 from mnemonia.errors import InvalidInputError
-
-from llama_index.memory.mnemonia import _private as P
 
 __all__ = ["MnemoniaMemoryBlock"]
 

@@ -7,10 +7,10 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.memory.mnemonia import _private as P
+
 from mnemonia import Hit, MemoryEngine, RecallResult
 from mnemonia.errors import InvalidInputError
-
-from llama_index.memory.mnemonia import _private as P
 
 __all__ = ["METADATA_KEYS_FOR_LLM", "MnemoniaRetriever"]
 
