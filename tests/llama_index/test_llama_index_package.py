@@ -1,0 +1,66 @@
+"""The ``llama-index-memory-mnemonia`` distribution: public API, PEP 420 namespace layout,
+and the usage examples in the class docstrings, run as doctests."""
+
+from __future__ import annotations
+
+import doctest
+import gc
+import importlib.metadata
+import tempfile
+import tomllib
+from pathlib import Path
+
+import llama_index.memory.mnemonia as pkg
+import pytest
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.memory.memory import BaseMemoryBlock
+from llama_index.core.memory.types import BaseMemory
+from llama_index.memory.mnemonia import MnemoniaMemory, MnemoniaMemoryBlock, MnemoniaRetriever
+
+ROOT = Path(__file__).resolve().parents[2] / "packages" / "llama-index-memory-mnemonia"
+
+
+def test_public_api_is_pinned() -> None:
+    assert pkg.__all__ == ["MnemoniaMemory", "MnemoniaMemoryBlock", "MnemoniaRetriever",
+                           "__version__"]
+    for name in pkg.__all__:
+        assert hasattr(pkg, name)
+
+
+def test_version_matches_the_distribution() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert pkg.__version__ == declared == importlib.metadata.version(
+        "llama-index-memory-mnemonia")
+
+
+def test_pep_420_namespace_layout() -> None:
+    assert not (ROOT / "llama_index" / "__init__.py").exists()
+    assert not (ROOT / "llama_index" / "memory" / "__init__.py").exists()
+    assert (ROOT / "llama_index" / "memory" / "mnemonia" / "__init__.py").exists()
+    typed = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("py.typed"))
+    assert typed == ["llama_index/memory/mnemonia/py.typed"]
+    # the package lives beside llama-index-core in the shared `llama_index` namespace
+    import llama_index
+    import llama_index.core
+    assert len(list(llama_index.__path__)) >= 2
+    assert Path(pkg.__file__).resolve().is_relative_to(ROOT)
+    assert not Path(llama_index.core.__file__).resolve().is_relative_to(ROOT)
+
+
+def test_classes_extend_the_llama_index_bases() -> None:
+    assert issubclass(MnemoniaMemory, BaseMemory)
+    assert issubclass(MnemoniaMemoryBlock, BaseMemoryBlock)
+    assert issubclass(MnemoniaRetriever, BaseRetriever)
+
+
+@pytest.mark.parametrize("cls", [MnemoniaMemory, MnemoniaMemoryBlock, MnemoniaRetriever])
+def test_docstring_example_runs(cls: type, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples use mkdtemp()
+    tests = [t for t in doctest.DocTestFinder().find(cls, cls.__name__) if t.examples]
+    assert tests, f"{cls.__name__} has no usage example in its docstring"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in tests:
+        runner.run(test)
+    gc.collect()  # Memory's default store leaks a connection: collect it here (see conftest)
+    assert runner.failures == 0, f"{runner.failures} failing example(s) in {cls.__name__}"
