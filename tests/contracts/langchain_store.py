@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchOp
@@ -347,7 +347,7 @@ class StoreContract:
         results_new = await store.asearch(("test",), query="new text about dogs", limit=3)
         assert not any(r.key == "doc4" for r in results_new)
 
-    _FILTER_DOCS = [
+    _FILTER_DOCS: ClassVar[list[tuple[str, dict[str, Any]]]] = [
         ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
         ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
         ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_mnemonia import MnemoniaChatMessageHistory
 from mnemonia import MemoryEngine
 from mnemonia.errors import InvalidInputError, InvalidTenantError
 
-from langchain_mnemonia import MnemoniaChatMessageHistory
 from tests.contracts.langchain_chat_history import ChatHistoryContract
 
 

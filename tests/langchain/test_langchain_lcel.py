@@ -7,9 +7,9 @@ from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
+from langchain_mnemonia import MnemoniaRetriever
 from mnemonia import MemoryEngine
 
-from langchain_mnemonia import MnemoniaRetriever
 from tests.langchain.conftest import FACTS
 from tests.langchain.fakes import MemoryEchoChatModel
 

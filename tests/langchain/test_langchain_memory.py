@@ -8,10 +8,9 @@ import pytest
 from langchain_core._api import LangChainDeprecationWarning
 from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.messages import SystemMessage
+from langchain_mnemonia import MnemoniaChatMessageHistory, MnemoniaMemory
 from mnemonia import MemoryEngine
 from pydantic import Field
-
-from langchain_mnemonia import MnemoniaChatMessageHistory, MnemoniaMemory
 
 
 class RecordingLLM(FakeListLLM):

@@ -9,9 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 import langchain_mnemonia
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -119,3 +118,21 @@ def test_class_docstring_example_runs(module: str, cls: str, tmp_path: Path,
     result = runner.summarize(verbose=False)
     assert result.failed == 0
     assert any(p.name != "" for p in tmp_path.iterdir())  # the example really ran here
+
+
+def test_adapters_without_an_engine_share_the_embedded_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_mnemonia._private import engine as default
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(default, "_engine", None)
+    try:
+        retriever = langchain_mnemonia.MnemoniaRetriever(tenant="alice")
+        history = langchain_mnemonia.MnemoniaChatMessageHistory(tenant="alice", session_id="s")
+        memory = langchain_mnemonia.MnemoniaMemory(tenant="alice")
+        store = langchain_mnemonia.MnemoniaStore()
+        assert retriever.engine is history.engine is memory.engine is store.engine
+        assert history.engine.path == (tmp_path / "memory").resolve()
+    finally:
+        if default._engine is not None:
+            default._engine.close()

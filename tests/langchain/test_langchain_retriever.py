@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 from langchain_core.documents import Document
+from langchain_mnemonia import MnemoniaRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from mnemonia import MemoryEngine
 from mnemonia.errors import InvalidTenantError, UnknownModeError
 from pydantic import ValidationError
 
-from langchain_mnemonia import MnemoniaRetriever
 from tests.langchain.conftest import FACTS
 
 

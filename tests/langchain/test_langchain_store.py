@@ -6,13 +6,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain_mnemonia import MnemoniaStore
+from langchain_mnemonia._private.namespaces import item_id, namespace_tenant
 from langgraph.store.base import BaseStore
 from mnemonia import MemoryEngine
 from mnemonia.config import TENANT_PATTERN
 from mnemonia.errors import InvalidInputError
 
-from langchain_mnemonia import MnemoniaStore
-from langchain_mnemonia._private.namespaces import item_id, namespace_tenant
 from tests.contracts.langchain_store import StoreContract
 
 

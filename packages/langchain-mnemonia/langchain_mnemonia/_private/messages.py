@@ -44,7 +44,8 @@ def episode_text(message: BaseMessage, max_chars: int) -> str:
 
 def message_record(message: BaseMessage) -> dict[str, Any]:
     """``message_to_dict`` made JSON-safe (anything exotic becomes a string)."""
-    return json.loads(json.dumps(message_to_dict(message), default=str))
+    record: dict[str, Any] = json.loads(json.dumps(message_to_dict(message), default=str))
+    return record
 
 
 def message_from_record(record: dict[str, Any]) -> BaseMessage:
