@@ -2,15 +2,37 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import pytest
+from langchain_core._api import LangChainDeprecationWarning
+from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_mnemonia import MnemoniaChatMessageHistory
 from mnemonia import MemoryEngine
 from mnemonia.errors import InvalidInputError, InvalidTenantError
 
 from tests.contracts.langchain_chat_history import ChatHistoryContract
+
+
+class TestContractOnLangChainsInMemoryHistory(ChatHistoryContract):
+    """The contract itself holds for LangChain's reference implementation (deprecated, like
+    ``BaseChatMessageHistory`` itself, since langchain-core 1.6.4; removal in 2.0)."""
+
+    @pytest.fixture
+    def make_history(self) -> Callable[[str], InMemoryChatMessageHistory]:
+        sessions: dict[str, InMemoryChatMessageHistory] = {}
+
+        def make(session_id: str) -> InMemoryChatMessageHistory:
+            if session_id not in sessions:
+                with warnings.catch_warnings():
+                    # Deprecated since langchain-core 1.6.4 (warned once per process); it is
+                    # only the reference the contract is checked against here.
+                    warnings.simplefilter("ignore", LangChainDeprecationWarning)
+                    sessions[session_id] = InMemoryChatMessageHistory()
+            return sessions[session_id]
+        return make
 
 
 class TestChatHistoryContract(ChatHistoryContract):

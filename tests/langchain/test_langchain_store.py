@@ -150,6 +150,10 @@ def test_bad_constructor_arguments(engine: MemoryEngine) -> None:
         MnemoniaStore(engine=engine, tenant_prefix="bad prefix!")
     with pytest.raises(InvalidInputError):
         MnemoniaStore(engine=engine, index_fields="text")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        MnemoniaStore(engine=engine, kind="note")
+    with pytest.raises(InvalidInputError):
+        MnemoniaStore(engine=engine, importance=1.5)
 
 
 def test_a_new_store_object_sees_the_same_data(engine: MemoryEngine) -> None:

@@ -37,6 +37,9 @@ class MnemoniaChatMessageHistory(BaseChatMessageHistory):
     :meth:`clear` empties this session's history only. The episodes stay long-term memories
     (recallable) until they are forgotten or evicted; other sessions are untouched.
 
+    (LangChain deprecates ``BaseChatMessageHistory`` since langchain-core 1.6.4, removal in 2.0;
+    subclasses do not warn. For LangGraph apps, :class:`MnemoniaStore` is the durable path.)
+
     Example:
         >>> import tempfile
         >>> from mnemonia import MemoryEngine

@@ -15,6 +15,7 @@ from typing import Any
 
 from mnemonia import Memory, MemoryEngine
 from mnemonia.errors import InvalidInputError, MemoryNotFoundError
+from mnemonia.models import KINDS
 
 from langchain_mnemonia._private.engine import default_engine
 from langchain_mnemonia._private.extras import missing_extra
@@ -135,6 +136,11 @@ class MnemoniaStore(BaseStore):
                 isinstance(f, str) and f for f in index_fields)):
             raise InvalidInputError(
                 f"index_fields={index_fields!r}: must be a list of non-empty path strings")
+        if kind not in KINDS:
+            raise InvalidInputError(f"kind={kind!r}: must be one of {', '.join(KINDS)}")
+        if (isinstance(importance, bool) or not isinstance(importance, int | float)
+                or not 0.0 <= importance <= 1.0):
+            raise InvalidInputError(f"importance={importance!r}: must be a number in [0, 1]")
         self.engine = engine if engine is not None else default_engine()
         self.index_fields = list(index_fields) if index_fields is not None else None
         self.tenant_prefix = tenant_prefix
