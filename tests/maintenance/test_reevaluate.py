@@ -1,0 +1,280 @@
+"""Re-evaluation ticks (DESIGN section 5): the window since the last successful tick, the heat
+formula, candidates, cooldown, per-tenant cap and fairness, promotion (never down), events,
+the decayed counter, the log line, and tenants with intelligence disabled."""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import timedelta
+
+import pytest
+from maint_helpers import events, log_access, row, set_rows
+from mnemonia import ManualClock, MemoryEngine
+from mnemonia import maintenance as mt
+from mnemonia.scoring import reevaluation as reeval
+
+LN21 = math.log(21)
+
+
+def _mems(engine: MemoryEngine, n: int, *, tenant: str = "t", state: str = "skipped",
+          prefix: str = "m") -> list[str]:
+    items = [{"text": f"{prefix}{i} remembers item{i} in place{i}", "id": f"{tenant}-{prefix}{i:04d}"}
+             for i in range(n)]
+    ids = [m.id for m in engine.add_many(items, tenant=tenant)]
+    set_rows(engine, ids, state=state, enriched_at=None)
+    return ids
+
+
+def _heat(recalls: float, users: int, shares: list[float]) -> float:
+    m = sum(shares) / len(shares)
+    return 0.5 * min(1.0, math.log1p(recalls) / LN21) + 0.3 * min(1.0, users / 5) + 0.2 * (1 - m)
+
+
+def test_a_hot_skipped_memory_reaches_immediate_in_one_tick(engine: MemoryEngine,
+                                                           clock: ManualClock) -> None:
+    (mid,) = _mems(engine, 1)
+    for u in range(5):
+        log_access(engine, "t", mid, at=clock.now() - timedelta(minutes=5), user=f"u{u}",
+                   times=4)
+    clock.advance(timedelta(minutes=1))
+    report = engine.reevaluate()
+    assert (report.scanned, report.memories, report.candidates, report.reevaluated,
+            report.promoted) == (20, 1, 1, 1, 1)
+    assert row(engine, mid).state == "immediate"
+    (ev,) = events(engine, "t", mid, "reevaluation_promoted")
+    assert ev.before == {"state": "skipped"}
+    assert ev.after == {"state": "immediate", "heat": pytest.approx(1.0)}
+    assert row(engine, mid).enriched_at is not None  # immediate: enriched at once
+    assert report.promotions[0].old_state == "skipped" and report.enriched == 1
+
+
+def test_heat_formula_and_the_batched_threshold(engine: MemoryEngine, clock: ManualClock) -> None:
+    a, b = _mems(engine, 2)
+    now = clock.now()
+    log_access(engine, "t", a, at=now, rank=1, k=3, user="u1")
+    log_access(engine, "t", a, at=now, rank=3, k=3, user="u2")
+    log_access(engine, "t", a, at=now, rank=2, k=5, user="u1")
+    log_access(engine, "t", b, at=now, rank=3, k=3)
+    engine.reevaluate()
+    expected = _heat(3, 2, [0.0, 1.0, 0.25])
+    assert 0.35 <= expected < 0.7
+    (ev,) = events(engine, "t", a, "reevaluation_promoted")
+    assert ev.after == {"state": "batched", "heat": pytest.approx(expected, abs=1e-6)}
+    assert row(engine, a).state == "batched" and row(engine, a).enriched_at is None
+    assert _heat(1, 0, [1.0]) < 0.35 and row(engine, b).state == "skipped"
+    assert engine.enrich(tenant="t").enriched == 1  # batched: enriched at the next sweep
+    assert row(engine, a).enriched_at is not None
+
+
+def test_rank_share_uses_the_k_each_recall_asked_for(engine: MemoryEngine,
+                                                     clock: ManualClock) -> None:
+    a, b = _mems(engine, 2)
+    log_access(engine, "t", a, at=clock.now(), rank=3, k=3, user="x", times=3)  # last of 3
+    log_access(engine, "t", b, at=clock.now(), rank=3, k=10, user="x", times=3)  # 3rd of 10
+    engine.reevaluate()
+    assert _heat(3, 1, [1.0]) < 0.35 <= _heat(3, 1, [2 / 9])
+    assert (row(engine, a).state, row(engine, b).state) == ("skipped", "batched")
+
+
+def test_heat_alone_decides(engine: MemoryEngine, clock: ManualClock) -> None:
+    low, high = _mems(engine, 2)
+    set_rows(engine, low, importance=0.0)
+    set_rows(engine, high, importance=1.0, pinned=True, topic="vip")
+    for mid in (low, high):
+        log_access(engine, "t", mid, at=clock.now(), user="u", times=2)
+    engine.reevaluate()
+    e_low = events(engine, "t", low, "reevaluation_promoted")[0].after
+    e_high = events(engine, "t", high, "reevaluation_promoted")[0].after
+    assert e_low == e_high
+
+
+def test_never_demoted_and_immediate_is_not_a_candidate(engine: MemoryEngine,
+                                                        clock: ManualClock) -> None:
+    cold_batched, = _mems(engine, 1, state="batched", prefix="b")
+    cold_immediate, = _mems(engine, 1, state="immediate", prefix="i")
+    for mid in (cold_batched, cold_immediate):
+        log_access(engine, "t", mid, at=clock.now(), rank=5, k=5)  # heat 0.11
+    report = engine.reevaluate()
+    assert (report.memories, report.candidates, report.promoted) == (2, 1, 0)
+    assert row(engine, cold_batched).state == "batched"
+    assert row(engine, cold_immediate).state == "immediate"
+    assert not events(engine, "t", cold_batched, "reevaluation_promoted")
+
+
+def test_window_is_since_the_last_successful_tick(engine: MemoryEngine,
+                                                  clock: ManualClock) -> None:
+    a, b = _mems(engine, 2)
+    t0 = clock.now()
+    log_access(engine, "t", a, at=t0 - timedelta(hours=2), rank=5, k=5)  # older than an hour
+    log_access(engine, "t", a, at=t0 - timedelta(minutes=30), rank=5, k=5)
+    first = engine.reevaluate()
+    assert first.scanned == 1 and first.window_start == t0 - timedelta(hours=1)
+    clock.advance(timedelta(minutes=10))
+    log_access(engine, "t", b, at=clock.now() - timedelta(minutes=1), rank=5, k=5)
+    second = engine.reevaluate()
+    assert second.scanned == 1 and second.window_start == t0
+    assert second.memories == 1
+    clock.advance(timedelta(minutes=10))
+    assert engine.reevaluate().scanned == 0
+
+
+def test_a_failed_tick_is_read_again(engine: MemoryEngine, clock: ManualClock,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (mid,) = _mems(engine, 1)
+    log_access(engine, "t", mid, at=clock.now(), user="u", times=3)
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(mt.reeval, "promote", boom)
+    with pytest.raises(RuntimeError):
+        engine.reevaluate()
+    assert row(engine, mid).heat_counter == 0.0 and row(engine, mid).state == "skipped"
+    monkeypatch.undo()
+    clock.advance(timedelta(minutes=1))
+    report = engine.reevaluate()
+    assert report.scanned == 3 and report.promoted == 1
+
+
+def test_cooldown_of_five_minutes(engine: MemoryEngine, clock: ManualClock) -> None:
+    (mid,) = _mems(engine, 1)
+    log_access(engine, "t", mid, at=clock.now(), user="u1")
+    engine.reevaluate()
+    assert row(engine, mid).state == "batched"  # heat 0.374
+    clock.advance(timedelta(minutes=2))
+    for u in range(5):
+        log_access(engine, "t", mid, at=clock.now(), user=f"u{u}", times=4)
+    report = engine.reevaluate()
+    assert (report.candidates, report.reevaluated, report.promoted) == (1, 0, 0)
+    clock.advance(timedelta(minutes=4))  # 6 minutes after its re-evaluation
+    log_access(engine, "t", mid, at=clock.now(), user="u1")
+    report = engine.reevaluate()
+    assert (report.reevaluated, report.promoted) == (1, 1)
+    assert row(engine, mid).state == "immediate"  # the 20 recalls still count (the counter)
+    assert [e.after["state"] for e in events(engine, "t", mid, "reevaluation_promoted")] == \
+        ["batched", "immediate"]  # type: ignore[index]
+
+
+def test_older_heat_is_folded_into_a_decayed_counter(engine: MemoryEngine,
+                                                     clock: ManualClock) -> None:
+    (mid,) = _mems(engine, 1)
+    log_access(engine, "t", mid, at=clock.now(), rank=3, k=3, times=5)  # no users, last place
+    engine.reevaluate()
+    r = row(engine, mid)
+    assert (r.heat_counter, r.heat_at) == (5.0, clock.now().timestamp())
+    assert r.state == "skipped"  # .5*ln(6)/ln(21) = 0.29
+    clock.advance(timedelta(minutes=10))
+    log_access(engine, "t", mid, at=clock.now(), rank=3, k=3, times=5)
+    report = engine.reevaluate()
+    decayed = 5 * 0.5 ** (10 / 60)
+    assert row(engine, mid).heat_counter == pytest.approx(decayed + 5)
+    assert report.scanned == 5
+    (ev,) = events(engine, "t", mid, "reevaluation_promoted")
+    assert ev.after["heat"] == pytest.approx(0.5 * math.log1p(5 + decayed) / LN21, abs=1e-6)  # type: ignore[index]
+    assert row(engine, mid).state == "batched"  # only thanks to the counter
+
+
+def test_fairness_one_tenants_thousand_hot_memories(engine: MemoryEngine,
+                                                   clock: ManualClock) -> None:
+    big = _mems(engine, 1000, tenant="big")
+    (small,) = _mems(engine, 1, tenant="small")
+    now = clock.now()
+    from mnemonia.store import sql as S
+    rows = [dict(tenant="big", memory_id=mid, rank=1, k=3, score=0.5, user_id=None,
+                 at=now.timestamp()) for i, mid in enumerate(big) for _ in range(20 if i < 150 else 2)]
+    rows += [dict(tenant="small", memory_id=small, rank=1, k=3, score=0.5, user_id="s",
+                  at=now.timestamp())] * 20
+    with engine.sql.begin() as conn:
+        conn.execute(S.access_log.insert(), rows)
+    report = engine.reevaluate()
+    assert report.memories == 1001 and report.candidates == 1001
+    assert report.reevaluated == 100 + 1
+    assert row(engine, small).state == "immediate"
+    by_tenant: dict[str, list[str]] = {}
+    for p in report.promotions:
+        by_tenant.setdefault(p.tenant, []).append(p.memory_id)
+    assert by_tenant["small"] == [small]
+    assert by_tenant["big"] == big[:100]  # hottest first (ties by id), capped at 100
+    assert {row(engine, m).state for m in big[:100]} == {"immediate"}
+    assert {row(engine, m).state for m in big[100:]} == {"skipped"}
+
+
+def test_per_tenant_cap_is_configurable(make_engine, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
+    eng = make_engine(reevaluation_per_tenant_cap=2)
+    ids = _mems(eng, 5)
+    for i, mid in enumerate(ids):
+        log_access(eng, "t", mid, at=clock.now(), user="u", times=1 + i)
+    report = eng.reevaluate()
+    assert report.reevaluated == 2
+    assert [p.memory_id for p in report.promotions] == [ids[4], ids[3]]  # hottest first
+
+
+def test_intelligence_disabled_tenants_are_a_noop(make_engine, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
+    eng = make_engine(intelligence_disabled_tenants=("bob",))
+    (alice,) = _mems(eng, 1, tenant="alice")
+    (bob,) = _mems(eng, 1, tenant="bob")
+    for mid, tenant in ((alice, "alice"), (bob, "bob")):
+        log_access(eng, tenant, mid, at=clock.now(), user="u", times=10)
+    report = eng.reevaluate()
+    assert report.disabled_tenants == ("bob",)
+    assert (report.scanned, report.promoted) == (10, 1)
+    assert row(eng, alice).state == "batched"
+    r = row(eng, bob)
+    assert (r.state, r.heat_counter, r.heat_at, r.last_reevaluated_at) == \
+        ("skipped", 0.0, None, None)
+    assert not events(eng, "bob", bob, "reevaluation_promoted")
+
+
+def test_deleted_memories_are_not_promoted(engine: MemoryEngine, clock: ManualClock) -> None:
+    (mid,) = _mems(engine, 1)
+    engine.forget(mid, tenant="t")
+    log_access(engine, "t", mid, at=clock.now(), user="u", times=10)
+    report = engine.reevaluate()
+    assert (report.scanned, report.candidates, report.promoted) == (10, 0, 0)
+    assert row(engine, mid).state == "skipped"
+
+
+def test_one_structured_log_line(engine: MemoryEngine, clock: ManualClock,
+                                 caplog: pytest.LogCaptureFixture) -> None:
+    (mid,) = _mems(engine, 1)
+    log_access(engine, "t", mid, at=clock.now(), user="u", times=10)
+    with caplog.at_level(logging.INFO, logger="mnemonia.maintenance"):
+        engine.reevaluate()
+    lines = [r for r in caplog.records if r.name == "mnemonia.maintenance"]
+    assert len(lines) == 1
+    msg = lines[0].getMessage()
+    assert msg == "reevaluation tick scanned=10 candidates=1 reevaluated=1 promoted=1"
+    data = lines[0].mnemonia  # type: ignore[attr-defined]
+    assert {k: data[k] for k in ("scanned", "candidates", "reevaluated", "promoted")} == \
+        {"scanned": 10, "candidates": 1, "reevaluated": 1, "promoted": 1}
+
+
+def test_recall_feeds_reevaluation(engine: MemoryEngine, clock: ManualClock) -> None:
+    """End to end: real recalls by several users make a skipped memory immediate."""
+    (mid,) = _mems(engine, 1)
+    others = _mems(engine, 3, prefix="other")
+    for u in range(5):
+        for _ in range(4):
+            res = engine.recall("m0 remembers item0 in place0", tenant="t", user_id=f"user{u}",
+                                k=3, min_activation=0)
+            assert res.ids[0] == mid
+    report = engine.reevaluate()
+    assert row(engine, mid).state == "immediate"
+    assert report.scanned == 20 * min(3, 1 + len(others))
+
+
+def test_an_idle_tick_changes_nothing(engine: MemoryEngine) -> None:
+    _mems(engine, 3)
+    report = engine.reevaluate()
+    assert (report.scanned, report.memories, report.candidates, report.promoted) == (0, 0, 0, 0)
+
+
+def test_heat_matches_the_scoring_core(engine: MemoryEngine, clock: ManualClock) -> None:
+    (mid,) = _mems(engine, 1)
+    log_access(engine, "t", mid, at=clock.now(), rank=2, k=4, user="a", times=2)
+    log_access(engine, "t", mid, at=clock.now(), rank=1, k=4, user="b")
+    engine.reevaluate()
+    inputs = reeval.HeatInputs(recalls=3, users=2, mean_rank_share=(1 / 3 + 1 / 3 + 0) / 3)
+    (ev,) = events(engine, "t", mid, "reevaluation_promoted")
+    assert ev.after["heat"] == pytest.approx(reeval.heat(inputs), abs=1e-6)  # type: ignore[index]
