@@ -24,12 +24,12 @@ def _wait(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-
 
 
 def _store(engine: MemoryEngine, tenant: str = "t") -> dict[str, str]:
-    mems = engine.add_many([
-        {"text": "The weekly team sync happens every Monday at ten in room B.", "id": f"{tenant}-a"},
-        {"text": "the weekly team sync happens every monday at ten in room b", "id": f"{tenant}-b"},
-        {"text": "Caroline moved to Lisbon in May for a design job", "id": f"{tenant}-c"},
-        {"text": "Melanie paints sunsets over the lake", "id": f"{tenant}-d"},
-    ], tenant=tenant)
+    texts = {"a": "The weekly team sync happens every Monday at ten in room B.",
+             "b": "the weekly team sync happens every monday at ten in room b",
+             "c": "Caroline moved to Lisbon in May for a design job",
+             "d": "Melanie paints sunsets over the lake"}
+    mems = engine.add_many([{"text": t, "id": f"{tenant}-{k}"} for k, t in texts.items()],
+                           tenant=tenant)
     ids = {m.id[-1]: m.id for m in mems}
     set_rows(engine, list(ids.values()), state="batched", enriched_at=None)
     set_rows(engine, ids["d"], state="skipped")

@@ -19,8 +19,8 @@ LN21 = math.log(21)
 
 def _mems(engine: MemoryEngine, n: int, *, tenant: str = "t", state: str = "skipped",
           prefix: str = "m") -> list[str]:
-    items = [{"text": f"{prefix}{i} remembers item{i} in place{i}", "id": f"{tenant}-{prefix}{i:04d}"}
-             for i in range(n)]
+    items = [{"text": f"{prefix}{i} remembers item{i} in place{i}",
+              "id": f"{tenant}-{prefix}{i:04d}"} for i in range(n)]
     ids = [m.id for m in engine.add_many(items, tenant=tenant)]
     set_rows(engine, ids, state=state, enriched_at=None)
     return ids
@@ -182,7 +182,8 @@ def test_fairness_one_tenants_thousand_hot_memories(engine: MemoryEngine,
     now = clock.now()
     from mnemonia.store import sql as S
     rows = [dict(tenant="big", memory_id=mid, rank=1, k=3, score=0.5, user_id=None,
-                 at=now.timestamp()) for i, mid in enumerate(big) for _ in range(20 if i < 150 else 2)]
+                 at=now.timestamp())
+            for i, mid in enumerate(big) for _ in range(20 if i < 150 else 2)]
     rows += [dict(tenant="small", memory_id=small, rank=1, k=3, score=0.5, user_id="s",
                   at=now.timestamp())] * 20
     with engine.sql.begin() as conn:
