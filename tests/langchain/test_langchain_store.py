@@ -9,8 +9,10 @@ import pytest
 from langchain_mnemonia import MnemoniaStore
 from langchain_mnemonia._private.namespaces import item_id, namespace_tenant
 from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 from mnemonia import MemoryEngine
 from mnemonia.config import TENANT_PATTERN
+from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import InvalidInputError
 
 from tests.contracts.langchain_store import StoreContract
@@ -26,6 +28,33 @@ class TestStoreContract(StoreContract):
                                  tenant_prefix=f"s{make.n}")  # type: ignore[attr-defined]
         make.n = 0  # type: ignore[attr-defined]
         return make
+
+
+class TestContractOnLangGraphsInMemoryStore(StoreContract):
+    """The ported suite holds for LangGraph's reference store, bar three stricter checks."""
+
+    @pytest.fixture
+    def make_store(self, hashing_embedder: HashingEmbedder) -> Callable[..., BaseStore]:
+        def make(fields: list[str] | None = None) -> BaseStore:
+            index: dict[str, Any] = {
+                "dims": hashing_embedder.dimension,
+                "embed": lambda texts: hashing_embedder.embed_documents(texts).tolist()}
+            if fields is not None:
+                index["fields"] = fields
+            return InMemoryStore(index=index)  # type: ignore[arg-type]
+        return make
+
+    @pytest.mark.xfail(strict=True, reason="InMemoryStore resets created_at on update")
+    def test_update_keeps_created_at(self, store: BaseStore) -> None:
+        super().test_update_keeps_created_at(store)
+
+    @pytest.mark.xfail(strict=True, reason="InMemoryStore does not validate ops in batch")
+    def test_batch_validates_labels(self, store: BaseStore) -> None:
+        super().test_batch_validates_labels(store)
+
+    @pytest.mark.xfail(strict=True, reason="InMemoryStore keeps listing emptied namespaces")
+    def test_list_namespaces_drops_emptied_namespaces(self, store: BaseStore) -> None:
+        super().test_list_namespaces_drops_emptied_namespaces(store)
 
 
 @pytest.mark.parametrize("namespace", [
