@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine import SimpleChatEngine
-
 from llama_index.memory.mnemonia import MnemoniaMemory, MnemoniaMemoryBlock, MnemoniaRetriever
 from mnemonia import MemoryEngine
+
 from tests.contracts.llama_index_helpers import Script
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,10 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
-from mnemonia import MemoryEngine, RecallResult
 from mnemonia.config import TENANT_PATTERN
+from mnemonia.engine import MemoryEngine
 from mnemonia.errors import InvalidInputError, InvalidTenantError
+from mnemonia.models import RecallResult
 
 log = logging.getLogger("mnemonia.llama_index")
 
@@ -54,12 +55,15 @@ def check_tenant(tenant: Any) -> str:
     return tenant
 
 
-def check_k(k: Any, *, allow_none: bool = True) -> int | None:
-    if k is None and allow_none:
-        return None
+def check_k(k: Any) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInputError(f"k={k!r}: must be an integer >= 1")
     return k
+
+
+def check_optional_k(k: Any) -> int | None:
+    """``None`` (the engine's ``default_k``) or a valid ``k``."""
+    return None if k is None else check_k(k)
 
 
 def check_session_id(session_id: Any) -> str:

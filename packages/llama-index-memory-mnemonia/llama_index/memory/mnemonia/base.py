@@ -14,8 +14,9 @@ from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import Memory, MemoryEngine, RecallResult
+from mnemonia.engine import MemoryEngine
 from mnemonia.errors import InvalidInputError
+from mnemonia.models import Memory, RecallResult
 
 __all__ = ["DEFAULT_CHAT_HISTORY_TOKEN_RATIO", "DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO",
            "MnemoniaMemory"]
@@ -106,7 +107,7 @@ class MnemoniaMemory(BaseMemory):
     def __init__(self, engine: MemoryEngine | None = None, **data: Any) -> None:
         # Checked here, not in pydantic validators, so callers get Mnemonia's own errors.
         P.check_tenant(data.get("tenant"))
-        P.check_k(data.get("k"))
+        P.check_optional_k(data.get("k"))
         P.check_importance(data.get("importance", 0.5))
         if "session_id" in data:
             P.check_session_id(data["session_id"])
@@ -114,14 +115,15 @@ class MnemoniaMemory(BaseMemory):
         if not isinstance(template, str) or "{memories}" not in template:
             raise InvalidInputError(
                 f"memory_template={template!r}: must be a string containing '{{memories}}'")
-        super().__init__(engine=P.resolve_engine(engine), **data)
+        data["engine"] = P.resolve_engine(engine)
+        super().__init__(**data)
 
     @classmethod
     def class_name(cls) -> str:
         return "MnemoniaMemory"
 
     @classmethod
-    def from_defaults(  # type: ignore[override]
+    def from_defaults(
         cls,
         engine: MemoryEngine | None = None,
         tenant: str | None = None,

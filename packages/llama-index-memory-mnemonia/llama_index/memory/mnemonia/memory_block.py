@@ -14,8 +14,9 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine, RecallResult
+from mnemonia.engine import MemoryEngine
 from mnemonia.errors import InvalidInputError
+from mnemonia.models import RecallResult
 
 __all__ = ["MnemoniaMemoryBlock"]
 
@@ -94,12 +95,13 @@ class MnemoniaMemoryBlock(BaseMemoryBlock[str]):
 
     def __init__(self, engine: MemoryEngine | None = None, **data: Any) -> None:
         P.check_tenant(data.get("tenant"))
-        P.check_k(data.get("k"))
+        P.check_optional_k(data.get("k"))
         P.check_importance(data.get("importance", 0.5))
         window = data.get("context_window", 1)
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise InvalidInputError(f"context_window={window!r}: must be an integer >= 1")
-        super().__init__(engine=P.resolve_engine(engine), **data)
+        data["engine"] = P.resolve_engine(engine)
+        super().__init__(**data)
 
     # ----------------------------------------------------------------------------------
     # get

@@ -9,8 +9,9 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import Hit, MemoryEngine, RecallResult
+from mnemonia.engine import MemoryEngine
 from mnemonia.errors import InvalidInputError
+from mnemonia.models import Hit, RecallResult
 
 __all__ = ["METADATA_KEYS_FOR_LLM", "MnemoniaRetriever"]
 
@@ -89,7 +90,7 @@ class MnemoniaRetriever(BaseRetriever):
 
     @k.setter
     def k(self, value: int) -> None:
-        self._k = P.check_k(value, allow_none=False)  # type: ignore[assignment]
+        self._k = P.check_k(value)
 
     def _kwargs(self) -> dict[str, Any]:
         return {"tenant": self.tenant, "k": self.k, "topic": self.topic, "mode": self.mode,
