@@ -79,6 +79,17 @@ print('loaded:', bad)
     assert "loaded: []" in out.stdout
 
 
+def test_with_the_extras_still_never_langchain_or_community() -> None:
+    out = _run("""
+import sys, langchain_mnemonia
+langchain_mnemonia.MnemoniaMemory, langchain_mnemonia.MnemoniaStore
+print('loaded:', sorted(m for m in sys.modules
+                        if m.split('.')[0] in {'langchain', 'langchain_community'}))
+""")
+    assert out.returncode == 0, out.stderr
+    assert "loaded: []" in out.stdout
+
+
 @pytest.mark.parametrize(("name", "hidden", "extra"), [
     ("MnemoniaMemory", "langchain_classic", "legacy"),
     ("MnemoniaStore", "langgraph", "langgraph"),
