@@ -16,6 +16,8 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.memory.types import BaseMemory
 from llama_index.memory.mnemonia import MnemoniaMemory, MnemoniaMemoryBlock, MnemoniaRetriever
+from mnemonia import ManualClock, MemoryEngine
+from mnemonia.embeddings import HashingEmbedder
 
 ROOT = Path(__file__).resolve().parents[2] / "packages" / "llama-index-memory-mnemonia"
 
@@ -64,3 +66,34 @@ def test_docstring_example_runs(cls: type, tmp_path: Path,
         runner.run(test)
     gc.collect()  # Memory's default store leaks a connection: collect it here (see conftest)
     assert runner.failures == 0, f"{runner.failures} failing example(s) in {cls.__name__}"
+
+
+def test_without_an_engine_the_adapters_share_the_embedded_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: ManualClock,
+        hashing_embedder: HashingEmbedder) -> None:
+    """``engine=None`` opens ``MemoryEngine.open()`` once per process (an embedded store
+    allows one open engine), shared by every adapter. The bundled model is swapped for the
+    hashing embedder here to keep the test fast."""
+    from llama_index.memory.mnemonia import _private
+
+    real_open = MemoryEngine.open.__func__  # type: ignore[attr-defined]
+    opened: list[MemoryEngine] = []
+
+    def open_default(cls: type[MemoryEngine], path: object = None, **kwargs: object
+                     ) -> MemoryEngine:
+        assert path is None and not kwargs  # exactly the documented default
+        eng = real_open(cls, tmp_path / "memory", clock=clock, embedder=hashing_embedder)
+        opened.append(eng)
+        return eng
+
+    monkeypatch.setattr(MemoryEngine, "open", classmethod(open_default))
+    monkeypatch.setattr(_private, "_default_engine", None)
+    try:
+        memory = MnemoniaMemory(tenant="alice")
+        block = MnemoniaMemoryBlock(tenant="alice")
+        retriever = MnemoniaRetriever(tenant="alice")
+        assert memory.engine is block.engine is retriever.engine is opened[0]
+        assert len(opened) == 1
+    finally:
+        for eng in opened:
+            eng.close()
