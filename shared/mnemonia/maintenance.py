@@ -92,6 +92,10 @@ DEFAULT_INTERVALS: Mapping[str, float | None] = {
 
 LAST_TICK_KEY = "reevaluation.last_tick"
 """``kv`` key holding the time (epoch seconds) of the last successful re-evaluation tick."""
+DEFERRED_KEY = "reevaluation.deferred"
+"""``kv`` key holding the candidates the last tick left out (per-tenant cap or cooldown):
+``{memory_id: [tenant, heat, when the heat was computed]}``; they compete again in the next
+tick (for at most one window), so a cap delays a promotion instead of dropping it."""
 
 MINHASH_PERMUTATIONS = 128
 MINHASH_SEED = 1
@@ -228,6 +232,8 @@ class ReevaluationReport(_Report):
         disabled_tenants: Tenants left alone (``intelligence_disabled_tenants``).
         promotions: The promotions, per tenant hottest first.
         enriched: Memories promoted to ``immediate`` and enriched in the same tick.
+        deferred: Candidates left out by the cap or the cooldown; they compete again in the
+            next tick (see :data:`DEFERRED_KEY`).
     """
 
     window_start: datetime
@@ -240,6 +246,7 @@ class ReevaluationReport(_Report):
     disabled_tenants: tuple[str, ...] = ()
     promotions: tuple[Promotion, ...] = ()
     enriched: int = 0
+    deferred: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -967,9 +974,11 @@ def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
     memory's decayed counter (half-life one hour), into which this tick's rows are then folded.
     Candidates are active ``skipped``/``batched`` memories not re-evaluated in the last
     ``reevaluation_cooldown`` seconds, at most ``reevaluation_per_tenant_cap`` per tenant,
-    hottest first. Heat alone decides promotion (never a demotion; skipped can reach immediate
-    in one tick); each promotion writes a ``reevaluation_promoted`` event with the old and new
-    state, and a memory promoted to ``immediate`` is enriched at once. Tenants in
+    hottest first; the ones left out wait for the next tick with their heat (for at most an
+    hour), so a busy tenant's cap delays promotions rather than losing them. Heat alone
+    decides promotion (never a demotion; skipped can reach immediate in one tick); each
+    promotion writes a ``reevaluation_promoted`` event with the old and new state, and a memory
+    promoted to ``immediate`` is enriched at once. Tenants in
     ``intelligence_disabled_tenants`` are left alone. Logs one structured line.
     """
     engine._check_open()
@@ -996,8 +1005,12 @@ def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
                   for r in log_rows]
         inputs = reeval.aggregate(access, now=now, window=window)
         mids = sorted(inputs)
+        # Candidates a previous tick had to leave out (cap or cooldown) wait here for their
+        # turn, with the heat they had then, for at most one window.
+        carried = {mid: e for mid, e in (engine.sql.kv_get(conn, DEFERRED_KEY) or {}).items()
+                   if float(e[2]) > nowts - window.total_seconds() and e[0] not in disabled}
         mem: dict[str, Any] = {}
-        for chunk in _chunks(mids):
+        for chunk in _chunks(sorted(set(mids) | set(carried))):
             for row in conn.execute(sa.select(
                     m.c.id, m.c.tenant, m.c.state, m.c.deleted_at, m.c.last_reevaluated_at,
                     m.c.heat_counter, m.c.heat_at).where(
@@ -1005,26 +1018,37 @@ def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
                 mem[row.id] = row
         candidates: list[reeval.Candidate] = []
         heats: dict[str, float] = {}
+        heat_time: dict[str, float] = {}
         counters: list[dict[str, Any]] = []
-        for mid in mids:
+        for mid in [*mids, *(i for i in sorted(carried) if i not in inputs)]:
             r = mem.get(mid)
             if r is None or r.deleted_at is not None or r.tenant in disabled:
                 continue
-            older = 0.0
-            if r.heat_at is not None and r.heat_counter:
-                older = reeval.decay_counter(float(r.heat_counter), last_at=_dt(r.heat_at),
-                                             now=now)
-            heats[mid] = reeval.heat(inputs[mid], decayed_recalls=older)
-            counters.append({"b_id": mid, "heat_counter": older + inputs[mid].recalls,
-                             "heat_at": nowts})
+            h, when = (float(carried[mid][1]), float(carried[mid][2])) if mid in carried \
+                else (-1.0, nowts)
+            if mid in inputs:
+                older = 0.0
+                if r.heat_at is not None and r.heat_counter:
+                    older = reeval.decay_counter(float(r.heat_counter),
+                                                 last_at=_dt(r.heat_at), now=now)
+                heats[mid] = reeval.heat(inputs[mid], decayed_recalls=older)
+                counters.append({"b_id": mid, "heat_counter": older + inputs[mid].recalls,
+                                 "heat_at": nowts})
+                if heats[mid] >= h:
+                    h, when = heats[mid], nowts
             if r.state != reeval.IMMEDIATE:
+                heat_time[mid] = when
                 candidates.append(reeval.Candidate(
-                    memory_id=mid, tenant=r.tenant, state=r.state, heat=heats[mid],
+                    memory_id=mid, tenant=r.tenant, state=r.state, heat=h,
                     last_reevaluated_at=None if r.last_reevaluated_at is None
                     else _dt(r.last_reevaluated_at)))
         chosen = reeval.select_candidates(
             candidates, now=now, cooldown=timedelta(seconds=cfg.reevaluation_cooldown),
             per_tenant_cap=cfg.reevaluation_per_tenant_cap)
+        picked = {c.memory_id for c in chosen}
+        waiting = {c.memory_id: [c.tenant, c.heat, heat_time[c.memory_id]]
+                   for c in candidates if c.memory_id not in picked}
+        engine.sql.kv_set(conn, DEFERRED_KEY, waiting)
         events: list[dict[str, Any]] = []
         for c in chosen:
             new_state, event = reeval.promote(
@@ -1061,7 +1085,8 @@ def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
     report = ReevaluationReport(
         window_start=_dt(start), window_end=now, scanned=len(log_rows), memories=len(heats),
         candidates=len(candidates), reevaluated=len(chosen), promoted=len(promotions),
-        disabled_tenants=disabled, promotions=tuple(promotions), enriched=enriched)
+        disabled_tenants=disabled, promotions=tuple(promotions), enriched=enriched,
+        deferred=len(waiting))
     log.info("reevaluation tick scanned=%d candidates=%d reevaluated=%d promoted=%d",
              report.scanned, report.candidates, report.reevaluated, report.promoted,
              extra={"mnemonia": {"job": "reevaluate", "scanned": report.scanned,

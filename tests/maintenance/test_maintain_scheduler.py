@@ -163,3 +163,13 @@ def test_run_cli_single_jobs(engine: MemoryEngine, job: str) -> None:
 def test_run_cli_rejects_unknown_jobs(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidInputError, match="job"):
         mt.run_cli(engine, "defrag", progress=False)
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    tests = [t for t in doctest.DocTestFinder().find(mt) if t.examples]
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for t in tests:
+        runner.run(t)
+    assert len(tests) >= 2 and runner.failures == 0

@@ -156,6 +156,34 @@ def test_cooldown_of_five_minutes(engine: MemoryEngine, clock: ManualClock) -> N
         ["batched", "immediate"]  # type: ignore[index]
 
 
+def test_a_candidate_left_out_by_the_cooldown_waits_for_the_next_tick(
+        engine: MemoryEngine, clock: ManualClock) -> None:
+    (mid,) = _mems(engine, 1)
+    log_access(engine, "t", mid, at=clock.now(), user="u1")
+    engine.reevaluate()  # -> batched
+    clock.advance(timedelta(minutes=2))
+    for u in range(5):
+        log_access(engine, "t", mid, at=clock.now(), user=f"u{u}", times=4)
+    assert engine.reevaluate().deferred == 1  # hot, but in its cooldown
+    clock.advance(timedelta(minutes=10))  # no recall since
+    report = engine.reevaluate()
+    assert (report.scanned, report.reevaluated, report.promoted) == (0, 1, 1)
+    assert row(engine, mid).state == "immediate"
+    assert report.deferred == 0
+
+
+def test_a_waiting_candidate_expires_after_an_hour(make_engine, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
+    eng = make_engine(reevaluation_per_tenant_cap=1)
+    a, b = _mems(eng, 2)
+    log_access(eng, "t", a, at=clock.now(), user="u", times=3)
+    log_access(eng, "t", b, at=clock.now(), user="u", times=2)
+    assert eng.reevaluate().deferred == 1
+    clock.advance(timedelta(minutes=61))
+    report = eng.reevaluate()
+    assert (report.candidates, report.promoted) == (0, 0)
+    assert row(eng, b).state == "skipped"
+
+
 def test_older_heat_is_folded_into_a_decayed_counter(engine: MemoryEngine,
                                                      clock: ManualClock) -> None:
     (mid,) = _mems(engine, 1)
@@ -199,6 +227,14 @@ def test_fairness_one_tenants_thousand_hot_memories(engine: MemoryEngine,
     assert by_tenant["big"] == big[:100]  # hottest first (ties by id), capped at 100
     assert {row(engine, m).state for m in big[:100]} == {"immediate"}
     assert {row(engine, m).state for m in big[100:]} == {"skipped"}
+    assert report.deferred == 900
+    # the ones the cap left out compete again in the next tick, hottest first
+    clock.advance(timedelta(minutes=10))
+    nxt = engine.reevaluate()
+    assert (nxt.scanned, nxt.candidates, nxt.reevaluated) == (0, 900, 100)
+    assert {row(engine, m).state for m in big[100:150]} == {"immediate"}
+    assert [p.memory_id for p in nxt.promotions][:50] == big[100:150]
+    assert sum(row(engine, m).state == "batched" for m in big[150:]) == 50
 
 
 def test_per_tenant_cap_is_configurable(make_engine, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
