@@ -238,7 +238,9 @@ def test_custom_memory_template(engine: MemoryEngine) -> None:
 def test_initial_token_count_is_respected(engine: MemoryEngine) -> None:
     memory = MnemoniaMemory(engine=engine, tenant="alice", token_limit=50)
     with pytest.raises(ValueError, match="Initial token count exceeds token limit"):
-        memory.get(initial_token_count=51)
+        memory.get(initial_token_count=51)  # like ChatMemoryBuffer
+    with pytest.raises(InvalidInputError):
+        memory.get(initial_token_count=-1)
 
 
 def test_from_defaults_like_chat_memory_buffer(engine: MemoryEngine) -> None:

@@ -190,7 +190,10 @@ class MnemoniaMemory(BaseMemory):
             raise InvalidInputError(
                 f"initial_token_count={initial_token_count!r}: must be an integer >= 0")
         if initial_token_count > self.token_limit:
-            raise ValueError("Initial token count exceeds token limit")
+            # ChatMemoryBuffer's message, as a Mnemonia error (still a ValueError)
+            raise InvalidInputError(
+                f"Initial token count exceeds token limit ({initial_token_count} > "
+                f"{self.token_limit})")
         records = self._records()
         window = P.trim_history([msg for _, msg in records], token_limit=self.token_limit,
                                 initial_token_count=initial_token_count,
