@@ -251,6 +251,7 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        self._vectors.close()
         self._sql.dispose()
         if self._lock is not None:
             self._lock.release()

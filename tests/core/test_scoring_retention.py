@@ -146,3 +146,13 @@ def test_bad_access_inputs_are_rejected() -> None:
         ret.access(stability=1.0, access_count=-1, now=NOW)
     with pytest.raises(InvalidInputError):
         ret.reinforce(1.0, growth=0.5)
+
+
+def test_underflowing_strength_does_not_divide_by_zero() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from mnemonia.scoring.retention import retention
+
+    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    assert retention(accessed_at=t0, now=t0 + timedelta(seconds=1), importance=5e-324,
+                     stability=1e-6) == 0.0

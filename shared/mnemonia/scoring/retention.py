@@ -79,7 +79,10 @@ def retention(
     if imp == 0.0:
         return 0.0
     elapsed = max(0.0, (current - accessed).total_seconds())
-    return math.exp(-elapsed / (hl * imp * stab))
+    strength = hl * imp * stab
+    if strength <= 0.0:  # the product underflowed (importance ~1e-300): as good as importance 0
+        return 0.0 if elapsed > 0.0 else 1.0
+    return math.exp(-elapsed / strength)
 
 
 def reinforce(

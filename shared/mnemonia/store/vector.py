@@ -164,5 +164,22 @@ class VectorIndex:
     def count(self, col: Any) -> int:
         return int(self._call(col.count))
 
+    def close(self) -> None:
+        """Release the client (sockets of an HTTP client, files of an embedded one)."""
+        self._collections.clear()
+        server = getattr(self._client, "_server", None)
+        try:
+            self._client.close()
+        except Exception as e:  # a dead server must not make close() fail
+            log.debug("closing the Chroma client failed: %s", e)
+        # chromadb's sync HTTP client never closes its httpx session; once the shared system
+        # is released (no other client uses it) we close it so no socket is left open.
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = getattr(self._client, "_identifier", None)
+        session = getattr(server, "_session", None)
+        if session is not None and identifier not in SharedSystemClient._identifier_to_system:
+            session.close()
+
     def heartbeat(self) -> int:
         return int(self._call(self._client.heartbeat))
