@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -335,20 +336,27 @@ def _priority_of(engine: MemoryEngine, r: Any, now: datetime,
                          half_life=engine.config.retention_half_life)
 
 
-def _priority_array(engine: MemoryEngine, rows: Sequence[Any], nowts: float,
+def _columns(rows: Sequence[Any]) -> dict[str, tuple[Any, ...]]:
+    """Column tuples of SQL rows, by column name (one pass; much faster than per-row access)."""
+    if not rows:
+        return {}
+    return dict(zip(rows[0]._fields, zip(*rows, strict=True), strict=True))
+
+
+def _priority_array(engine: MemoryEngine, cols: Mapping[str, Sequence[Any]], nowts: float,
                     weights: prio.PriorityWeights) -> np.ndarray:
     """The same priority formula, vectorised, to shortlist before the exact computation.
 
     Agrees with :func:`mnemonia.scoring.priority.priority` to far better than ``_SLACK``.
     """
-    if not rows:
+    if not cols:
         return np.zeros(0)
     w = weights.normalised()
-    imp = np.fromiter((r.importance for r in rows), float, len(rows))
-    created = np.fromiter((r.created_at for r in rows), float, len(rows))
-    accessed = np.fromiter((r.accessed_at for r in rows), float, len(rows))
-    count = np.fromiter((r.access_count for r in rows), float, len(rows))
-    stab = np.fromiter((r.stability for r in rows), float, len(rows))
+    imp = np.asarray(cols["importance"], dtype=float)
+    created = np.asarray(cols["created_at"], dtype=float)
+    accessed = np.asarray(cols["accessed_at"], dtype=float)
+    count = np.asarray(cols["access_count"], dtype=float)
+    stab = np.asarray(cols["stability"], dtype=float)
     recency = 1.0 / (1.0 + np.maximum(0.0, (nowts - created) / 86400.0))
     access = np.minimum(1.0, count / prio.ACCESS_SATURATION)
     strength = engine.config.retention_half_life * imp * stab
@@ -415,13 +423,17 @@ def evict(engine: MemoryEngine, *, tenant: str, force: bool = True) -> EvictionR
         allowed, reason = min(budget, active - cfg.max_memories), "over_max_memories"
     else:
         allowed, reason = 0, "not_over_max_memories"
-    imp = np.fromiter((r.importance for r in rows), float, active)
-    protected = (imp > prio.PROTECTED_IMPORTANCE) | np.fromiter(
-        (bool(r.pinned) or r.state == reeval.IMMEDIATE for r in rows), bool, active)
+    data = _columns(rows)
+    if rows:
+        protected = ((np.asarray(data["importance"], dtype=float) > prio.PROTECTED_IMPORTANCE)
+                     | np.asarray(data["pinned"], dtype=bool)
+                     | (np.asarray(data["state"], dtype=object) == reeval.IMMEDIATE))
+    else:
+        protected = np.zeros(0, dtype=bool)
     chosen: list[str] = []
     if allowed:
         weights = _weights(engine)
-        values = _priority_array(engine, rows, nowts, weights)
+        values = _priority_array(engine, data, nowts, weights)
         short = _shortlist(values, ~protected, allowed, lowest=True)
         candidates = [prio.EvictionCandidate(
             id=rows[i].id, priority=_priority_of(engine, rows[i], now, weights),
@@ -474,6 +486,7 @@ def _similar_sets(token_sets: Sequence[frozenset[str]], threshold: float
     number of candidate pairs LSH proposed.
     """
     from datasketch import MinHash, MinHashLSH
+    from datasketch.hashfunc import sha1_hash32
 
     similar: dict[int, set[int]] = {}
     if len(token_sets) < 2:
@@ -482,20 +495,23 @@ def _similar_sets(token_sets: Sequence[frozenset[str]], threshold: float
     was_enabled = gc.isenabled()
     gc.disable()  # millions of small set/bytes objects: the cyclic GC would dominate the run
     try:
-        hashes = MinHash.bulk([[t.encode("utf-8") for t in sorted(s)] for s in token_sets],
-                              num_perm=MINHASH_PERMUTATIONS, seed=MINHASH_SEED)
+        # One MinHash reused for every set (LSH keeps only the band digests), and each word
+        # hashed once per run: the same signatures as MinHash.bulk, several times faster.
+        hashfunc = functools.lru_cache(maxsize=None)(sha1_hash32)
+        sketch = MinHash(num_perm=MINHASH_PERMUTATIONS, seed=MINHASH_SEED, hashfunc=hashfunc)
         lsh = MinHashLSH(num_perm=MINHASH_PERMUTATIONS, params=(bands, rows_per_band))
         with lsh.insertion_session() as session:
-            for i, mh in enumerate(hashes):
-                session.insert(i, mh, check_duplication=False)
-        del hashes
+            for i, tokens in enumerate(token_sets):
+                sketch.clear()
+                sketch.update_batch([t.encode("utf-8") for t in tokens])
+                session.insert(i, sketch, check_duplication=False)
+        hashfunc.cache_clear()
         seen: set[tuple[int, int]] = set()
         for table in lsh.hashtables:
-            for key in table.keys():  # noqa: SIM118 - a datasketch storage, not a dict
-                bucket = table.get(key)
-                if len(bucket) < 2:
+            for key, size in table.itemcounts().items():
+                if size < 2:
                     continue
-                members = sorted(bucket)
+                members = sorted(table.get(key))
                 for x, a in enumerate(members):
                     for b in members[x + 1:]:
                         if (a, b) in seen:
@@ -655,17 +671,20 @@ def _write_concepts(engine: MemoryEngine, tenant: str, groups: list[list[str]],
     with engine._write, engine.sql.begin() as conn:
         states = {r.id: r for chunk in _chunks(cids) for r in conn.execute(
             sa.select(m.c.id, m.c.state, m.c.enriched_at).where(m.c.id.in_(chunk)))}
+        everyone = [i for g in groups for i in g]
+        still = {r[0] for chunk in _chunks(everyone) for r in conn.execute(
+            sa.select(m.c.id).where(m.c.id.in_(chunk), m.c.consolidated_into.is_(None),
+                                    m.c.deleted_at.is_(None)))}
         edges: dict[tuple[str, str, str], float] = {}
         events: list[dict[str, Any]] = []
+        marks: list[dict[str, Any]] = []
+        raised: list[dict[str, Any]] = []
         for group, cid in zip(groups, cids, strict=True):
-            if cid not in states:
-                continue
-            still = {r[0] for r in conn.execute(sa.select(m.c.id).where(
-                m.c.id.in_(group), m.c.consolidated_into.is_(None), m.c.deleted_at.is_(None)))}
             free = [i for i in group if i in still]  # group order: seed first
-            if not free:
+            if cid not in states or not free:
                 continue
-            conn.execute(m.update().where(m.c.id.in_(free)).values(consolidated_into=cid))
+            still.difference_update(free)
+            marks += [{"b_id": mid, "cid": cid} for mid in free]
             marked += len(free)
             events += [_event_row(tenant, mid, "consolidated", nowts, {"consolidated_into": None},
                                   {"consolidated_into": cid}) for mid in free]
@@ -676,10 +695,16 @@ def _write_concepts(engine: MemoryEngine, tenant: str, groups: list[list[str]],
             top = max((rows[i].state for i in group), key=reeval.state_rank)
             current = states[cid].state
             if reeval.state_rank(top) > reeval.state_rank(current):
-                conn.execute(m.update().where(m.c.id == cid).values(state=top))
+                raised.append({"b_id": cid, "state": top})
                 current = top
             if current == reeval.IMMEDIATE and states[cid].enriched_at is None:
                 to_enrich.append(cid)
+        if marks:
+            conn.execute(m.update().where(m.c.id == sa.bindparam("b_id"))
+                         .values(consolidated_into=sa.bindparam("cid")), marks)
+        if raised:
+            conn.execute(m.update().where(m.c.id == sa.bindparam("b_id"))
+                         .values(state=sa.bindparam("state")), raised)
         engine._insert_edges(conn, tenant, edges, nowts)
         _insert_events(conn, events)
     if to_enrich:
@@ -966,6 +991,35 @@ def report_use(engine: MemoryEngine, reply: str, recalled_ids: Sequence[str], *,
 # ----------------------------------------------------------------------------------------
 # re-evaluation
 # ----------------------------------------------------------------------------------------
+def _window_inputs(conn: Any, start: float, end: float, disabled: Sequence[str]
+                   ) -> tuple[int, dict[str, reeval.HeatInputs]]:
+    """Access-log rows in ``(start, end]`` aggregated per memory: recalls, distinct users and
+    the mean rank share ``min(1, (rank-1)/max(1, k-1))``.
+
+    The same aggregation as :func:`mnemonia.scoring.reevaluation.aggregate` (a test holds them
+    equal), done by the database in one grouped query, so a busy log costs no Python objects
+    per row. Returns the number of rows and ``{memory_id: HeatInputs}``.
+    """
+    al = S.access_log
+    share = sa.cast(al.c.rank - 1, sa.Float) / sa.cast(
+        sa.case((al.c.k > 1, al.c.k - 1), else_=1), sa.Float)
+    share = sa.case((share > 1.0, 1.0), (share < 0.0, 0.0), else_=share)
+    q = (sa.select(al.c.memory_id, sa.func.count().label("n"),
+                   sa.func.count(sa.distinct(al.c.user_id)).label("users"),
+                   sa.func.sum(share).label("shares"))
+         .where(al.c.at > start, al.c.at <= end).group_by(al.c.memory_id))
+    if disabled:
+        q = q.where(al.c.tenant.not_in(list(disabled)))
+    inputs: dict[str, reeval.HeatInputs] = {}
+    total = 0
+    for mid, n, users, shares in conn.execute(q):
+        total += int(n)
+        inputs[mid] = reeval.HeatInputs(
+            recalls=int(n), users=int(users),
+            mean_rank_share=min(1.0, max(0.0, float(shares) / int(n))))
+    return total, inputs
+
+
 def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
     """One re-evaluation tick over every tenant (DESIGN section 5).
 
@@ -988,22 +1042,13 @@ def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
     window = reeval.DEFAULT_WINDOW
     disabled = tuple(sorted(set(cfg.intelligence_disabled_tenants)))
     m = S.memories
-    al = S.access_log
     promotions: list[Promotion] = []
     with engine._write, engine.sql.begin() as conn:
         last = engine.sql.kv_get(conn, LAST_TICK_KEY)
         start = nowts - window.total_seconds()
         if last is not None:
             start = max(start, float(last))
-        q = sa.select(al.c.memory_id, al.c.tenant, al.c.user_id, al.c.rank, al.c.k,
-                      al.c.at).where(al.c.at > start, al.c.at <= nowts)
-        if disabled:
-            q = q.where(al.c.tenant.not_in(disabled))
-        log_rows = conn.execute(q).all()
-        access = [reeval.AccessRow(memory_id=r.memory_id, tenant=r.tenant, user_id=r.user_id,
-                                   rank=int(r.rank), k=int(r.k), at=_dt(r.at))
-                  for r in log_rows]
-        inputs = reeval.aggregate(access, now=now, window=window)
+        scanned, inputs = _window_inputs(conn, start, nowts, disabled)
         mids = sorted(inputs)
         # Candidates a previous tick had to leave out (cap or cooldown) wait here for their
         # turn, with the heat they had then, for at most one window.
@@ -1083,7 +1128,7 @@ def reevaluate(engine: MemoryEngine) -> ReevaluationReport:
         _enrich_ids(engine, tenant, todo)
         enriched += len(todo)
     report = ReevaluationReport(
-        window_start=_dt(start), window_end=now, scanned=len(log_rows), memories=len(heats),
+        window_start=_dt(start), window_end=now, scanned=scanned, memories=len(heats),
         candidates=len(candidates), reevaluated=len(chosen), promoted=len(promotions),
         disabled_tenants=disabled, promotions=tuple(promotions), enriched=enriched,
         deferred=len(waiting))
@@ -1125,7 +1170,7 @@ def snapshot(engine: MemoryEngine, *, tenant: str, limit: int | None = None) -> 
     if not rows:
         return ""
     weights = _weights(engine)
-    values = _priority_array(engine, rows, _ts(now), weights)
+    values = _priority_array(engine, _columns(rows), _ts(now), weights)
     short = _shortlist(values, np.ones(len(rows), bool), n, lowest=False)
     exact = sorted(((_priority_of(engine, rows[i], now, weights), rows[i]) for i in short),
                    key=lambda t: (-t[0], t[1].id))[:n]
