@@ -78,8 +78,8 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     import chromadb
     from chromadb.config import Settings
 
-    from mnemonia.engine import MemoryEngine
     from mnemonia.embeddings import default_embedder
+    from mnemonia.engine import MemoryEngine
 
     console = console or Console()
     embedder = default_embedder()

@@ -19,7 +19,7 @@ from typing import Any
 
 from mnemonia.errors import InvalidConfigError
 
-__all__ = ["MnemoniaConfig", "ENV_PREFIX", "MAX_TEXT_CHARS", "TENANT_PATTERN"]
+__all__ = ["ENV_PREFIX", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
 
 ENV_PREFIX = "MNEMONIA_"
 MAX_TEXT_CHARS = 16_000

@@ -19,14 +19,14 @@ import numpy as np
 from mnemonia.errors import MissingDependencyError, MnemoniaError
 
 __all__ = [
-    "Embedder",
-    "SentenceTransformerEmbedder",
-    "HashingEmbedder",
+    "DEFAULT_MODEL_NAME",
     "CallableEmbedder",
+    "Embedder",
+    "HashingEmbedder",
+    "QueryCache",
+    "SentenceTransformerEmbedder",
     "as_embedder",
     "default_embedder",
-    "DEFAULT_MODEL_NAME",
-    "QueryCache",
 ]
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -100,9 +100,7 @@ class SentenceTransformerEmbedder:
     @property
     def dimension(self) -> int:
         model = self._load()
-        getter = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import builtins
 import fcntl
 import json
 import logging
@@ -94,7 +95,7 @@ class _Prepared:
     embed_text: str
     kind: str
     topic: str | None
-    entities: list[str]
+    entities: builtins.list[str]
     importance: float
     at: float
     session_id: str | None
@@ -107,8 +108,8 @@ class _Prepared:
 class _EntityIndex:
     """Per-tenant entity names, document frequencies and label vectors, kept in memory."""
 
-    labels: list[str]
-    names: list[str]
+    labels: builtins.list[str]
+    names: builtins.list[str]
     df: dict[str, int]
     matrix: np.ndarray | None
 
@@ -153,7 +154,7 @@ class MemoryEngine:
         path: Path | None = None,
         lock: _StoreLock | None = None,
         entity_extractor: ent.EntityExtractor | None = None,
-        summariser: Callable[[list[str]], str] | None = None,
+        summariser: Callable[[builtins.list[str]], str] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -185,7 +186,7 @@ class MemoryEngine:
         clock: Clock | None = None,
         embedder: Any = None,
         entity_extractor: ent.EntityExtractor | None = None,
-        summariser: Callable[[list[str]], str] | None = None,
+        summariser: Callable[[builtins.list[str]], str] | None = None,
         namespace: str = "mnemonia",
     ) -> MemoryEngine:
         """Open (or create) a store.
@@ -292,7 +293,7 @@ class MemoryEngine:
             ).fetchall()
         if not rows:
             return
-        by_tenant: dict[str, list[tuple[str, str]]] = {}
+        by_tenant: dict[str, builtins.list[tuple[str, str]]] = {}
         for r in rows:
             by_tenant.setdefault(r.tenant, []).append((r.id, r.status))
         for tenant, items in by_tenant.items():
@@ -510,7 +511,7 @@ class MemoryEngine:
                                 "pinned": pinned, "speaker": speaker, "id": id}
         return self._add_prepared(self._tenant(tenant), [self._prepare(item, self.clock.now())])[0]
 
-    def add_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str) -> list[Memory]:
+    def add_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str) -> builtins.list[Memory]:
         """Store many memories with one batched embedding pass; all or nothing.
 
         Each item is a dict with the keyword arguments of :meth:`add` (``text`` required) and
@@ -529,7 +530,7 @@ class MemoryEngine:
             return []
         return self._add_prepared(tenant, prepared)
 
-    def _add_prepared(self, tenant: str, items: list[_Prepared]) -> list[Memory]:
+    def _add_prepared(self, tenant: str, items: builtins.list[_Prepared]) -> builtins.list[Memory]:
         self._check_open()
         ids = [p.id for p in items]
         if len(set(ids)) != len(ids):
@@ -575,13 +576,13 @@ class MemoryEngine:
             self._entities.pop(tenant, None)
         return [self._row_to_memory(r) for r in mem_rows]
 
-    def _gatekeep(self, col: Any, items: list[_Prepared], matrix: np.ndarray
-                  ) -> tuple[list[str], list[list[tuple[str, float]]]]:
+    def _gatekeep(self, col: Any, items: builtins.list[_Prepared], matrix: np.ndarray
+                  ) -> tuple[builtins.list[str], builtins.list[builtins.list[tuple[str, float]]]]:
         """Gatekeeper state per item, and its nearest existing or earlier-in-batch memories."""
         ids_existing, sims_existing = self._vectors.query(col, matrix, _NEIGHBOURS)
         within = matrix @ matrix.T
-        states: list[str] = []
-        neighbours: list[list[tuple[str, float]]] = []
+        states: builtins.list[str] = []
+        neighbours: builtins.list[builtins.list[tuple[str, float]]] = []
         for i, p in enumerate(items):
             near = list(zip(ids_existing[i], sims_existing[i], strict=True))
             near += [(items[j].id, float(within[i, j])) for j in range(i)]
@@ -597,8 +598,8 @@ class MemoryEngine:
             neighbours.append(near)
         return states, neighbours
 
-    def _insert_pending(self, tenant: str, items: list[_Prepared], states: list[str],
-                        neighbours: list[list[tuple[str, float]]], now: datetime) -> list[Any]:
+    def _insert_pending(self, tenant: str, items: builtins.list[_Prepared], states: builtins.list[str],
+                        neighbours: builtins.list[builtins.list[tuple[str, float]]], now: datetime) -> builtins.list[Any]:
         nowts = _ts(now)
         with self._sql.begin() as conn:
             coll = conn.execute(sa.select(S.collections).where(
@@ -644,10 +645,10 @@ class MemoryEngine:
         return sorted(result, key=lambda r: order[r.id])
 
     def _enrich(self, conn: Any, tenant: str,
-                items: Sequence[tuple[_Prepared, list[tuple[str, float]]]], nowts: float) -> None:
+                items: Sequence[tuple[_Prepared, builtins.list[tuple[str, float]]]], nowts: float) -> None:
         """Entities, automatic relations and SM-2 scheduling for enriched memories."""
         edges: dict[tuple[str, str, str], float] = {}
-        new_links: list[dict[str, Any]] = []
+        new_links: builtins.list[dict[str, Any]] = []
         for p, near in items:
             extracted = [e for e in self._extract(p.text) if e not in p.entities]
             if extracted:
@@ -729,7 +730,7 @@ class MemoryEngine:
             return self._row_to_memory(self._row(conn, tenant, memory_id))
 
     def list(self, *, tenant: str, session_id: str | None = None, include_deleted: bool = False,
-             limit: int | None = None) -> list[Memory]:
+             limit: int | None = None) -> builtins.list[Memory]:
         """A tenant's memories in insertion order (optionally one session's)."""
         tenant = self._tenant(tenant)
         q = sa.select(S.memories).where(S.memories.c.tenant == tenant,
@@ -744,7 +745,7 @@ class MemoryEngine:
         with self._sql.connect() as conn:
             return [self._row_to_memory(r) for r in conn.execute(q)]
 
-    def history(self, memory_id: str, *, tenant: str) -> list[Event]:
+    def history(self, memory_id: str, *, tenant: str) -> builtins.list[Event]:
         """The audit trail of one memory, oldest first."""
         tenant = self._tenant(tenant)
         with self._sql.connect() as conn:
@@ -756,7 +757,7 @@ class MemoryEngine:
                       before=json.loads(r.before) if r.before else None,
                       after=json.loads(r.after) if r.after else None) for r in rows]
 
-    def relations(self, memory_id: str, *, tenant: str) -> list[Relation]:
+    def relations(self, memory_id: str, *, tenant: str) -> builtins.list[Relation]:
         """Every relation from or to one memory."""
         tenant = self._tenant(tenant)
         with self._sql.connect() as conn:
@@ -769,7 +770,7 @@ class MemoryEngine:
                          strength=r.strength, created_at=_dt(r.created_at))  # type: ignore[arg-type]
                 for r in rows]
 
-    def tenants(self) -> list[str]:
+    def tenants(self) -> builtins.list[str]:
         with self._sql.connect() as conn:
             return [r[0] for r in conn.execute(sa.select(S.collections.c.tenant)
                                                .order_by(S.collections.c.tenant))]
@@ -790,9 +791,9 @@ class MemoryEngine:
                 *cond, m.c.consolidated_into.is_not(None))).scalar_one()
             superseded = conn.execute(sa.select(sa.func.count()).where(
                 *cond, m.c.superseded_by.is_not(None))).scalar_one()
-            by_state = dict(conn.execute(sa.select(m.c.state, sa.func.count()).where(
+            by_state: dict[str, int] = dict(conn.execute(sa.select(m.c.state, sa.func.count()).where(
                 *cond, m.c.deleted_at.is_(None)).group_by(m.c.state)).all())
-            by_kind = dict(conn.execute(sa.select(m.c.kind, sa.func.count()).where(
+            by_kind: dict[str, int] = dict(conn.execute(sa.select(m.c.kind, sa.func.count()).where(
                 *cond, m.c.deleted_at.is_(None)).group_by(m.c.kind)).all())
             rq = sa.select(sa.func.count()).select_from(S.relations)
             lq = sa.select(sa.func.count()).select_from(S.access_log)
@@ -920,7 +921,7 @@ class MemoryEngine:
         """Async :meth:`add`."""
         return await asyncio.to_thread(self.add, text, **kwargs)
 
-    async def aadd_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str) -> list[Memory]:
+    async def aadd_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str) -> builtins.list[Memory]:
         """Async :meth:`add_many`."""
         return await asyncio.to_thread(self.add_many, items, tenant=tenant)
 
@@ -930,7 +931,7 @@ class MemoryEngine:
         return topic is None or r.topic is None or r.topic == topic
 
     def _activate(self, conn: Any, col: Any, tenant: str, query: str, qvec: np.ndarray,
-                  qtok: list[str], k: int, topic: str | None, entity: str | None, floor: float
+                  qtok: builtins.list[str], k: int, topic: str | None, entity: str | None, floor: float
                   ) -> tuple[dict[str, act.Activation], dict[str, Any], dict[str, dict[str, Any]]]:
         cfg = self.config
         # 1. dense + keyword candidates, widened until enough visible ones remain
@@ -970,7 +971,7 @@ class MemoryEngine:
         # 4. spreading
         topics = {mid: r.topic for mid, r in rows.items()}
 
-        def neighbours(frontier: Iterable[str]) -> list[act.Edge]:
+        def neighbours(frontier: Iterable[str]) -> builtins.list[act.Edge]:
             frontier = list(frontier)
             edges = []
             for chunk in S.chunks(frontier):
@@ -1008,7 +1009,7 @@ class MemoryEngine:
         speaker = json.loads(r.metadata).get("speaker") if r.metadata != "{}" else None
         return f'{speaker} said, "{r.text}"' if speaker else r.text
 
-    def _entity_seeds(self, conn: Any, col: Any, tenant: str, qvec: np.ndarray, qtok: list[str],
+    def _entity_seeds(self, conn: Any, col: Any, tenant: str, qvec: np.ndarray, qtok: builtins.list[str],
                       topic: str | None, rows: dict[str, Any], info: dict[str, dict[str, Any]],
                       seeds: dict[str, float], cos: dict[str, float]) -> None:
         cfg = self.config
@@ -1069,10 +1070,10 @@ class MemoryEngine:
     def _score(self, conn: Any, tenant: str,
                scored: tuple[dict[str, act.Activation], dict[str, Any], dict[str, dict[str, Any]]],
                weights: modes_mod.ModeWeights, mode_name: str, floor: float, now: datetime
-               ) -> list[Hit]:
+               ) -> builtins.list[Hit]:
         activations, rows, info = scored
         cfg = self.config
-        prelim: list[tuple[float, str, act.Activation, float]] = []
+        prelim: builtins.list[tuple[float, str, act.Activation, float]] = []
         for mid, a in activations.items():
             if a.value < floor or mid not in rows:
                 continue
@@ -1108,8 +1109,8 @@ class MemoryEngine:
                ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
         if not ids:
             return {}
-        contra: dict[str, list[str]] = {}
-        sup: dict[str, list[str]] = {}
+        contra: dict[str, builtins.list[str]] = {}
+        sup: dict[str, builtins.list[str]] = {}
         for chunk in S.chunks(list(ids)):
             for r in conn.execute(sa.select(S.relations.c.src, S.relations.c.dst,
                                             S.relations.c.type).where(
@@ -1338,7 +1339,7 @@ class MemoryEngine:
             raise EmbeddingModelMismatchError(
                 f"{str(path)!r} was exported with {header.get('embedding_model')!r}; this engine "
                 f"uses {self.embedder.name!r}: pass reembed=True to embed the texts again")
-        by_tenant: dict[str, list[dict[str, Any]]] = {}
+        by_tenant: dict[str, builtins.list[dict[str, Any]]] = {}
         rels = []
         for rec in records:
             if rec.get("type") == "memory":
@@ -1370,7 +1371,7 @@ class MemoryEngine:
         return maintenance.evict(self, tenant=self._tenant(tenant), force=force)
 
     def consolidate(self, *, tenant: str,
-                    summariser: Callable[[list[str]], str] | None = None) -> Any:
+                    summariser: Callable[[builtins.list[str]], str] | None = None) -> Any:
         """Merge near-duplicates into ``concept`` memories (non-destructive, idempotent)."""
         from mnemonia import maintenance
         return maintenance.consolidate(self, tenant=self._tenant(tenant),
@@ -1401,7 +1402,7 @@ class MemoryEngine:
         from mnemonia import maintenance
         return maintenance.snapshot(self, tenant=self._tenant(tenant), limit=limit)
 
-    def report_use(self, reply: str, recalled_ids: Sequence[str], *, tenant: str) -> list[str]:
+    def report_use(self, reply: str, recalled_ids: Sequence[str], *, tenant: str) -> builtins.list[str]:
         """Tell the engine which recalled memories a reply used (echoed); returns their ids."""
         from mnemonia import maintenance
         return maintenance.report_use(self, reply, recalled_ids, tenant=self._tenant(tenant))

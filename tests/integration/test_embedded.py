@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+
 from tests.contracts.engine import EngineContract
 
 pytestmark = pytest.mark.integration

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import StoreUnavailableError
+
 from tests.conftest import _chroma_cli, _free_port
 
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import default_embedder
+
 from tests.conftest import START
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-
 from mnemonia import MemoryEngine, MnemoniaError
 from mnemonia.errors import (
     CrossTenantError,

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-
 from mnemonia import MemoryEngine
 from mnemonia.store import sql as S
 

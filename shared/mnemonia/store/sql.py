@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from mnemonia.errors import StoreError
 
-__all__ = ["SideStore", "MIGRATIONS", "tenant_token"]
+__all__ = ["MIGRATIONS", "SideStore", "tenant_token"]
 
 metadata = sa.MetaData()
 
