@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from mnemonia.errors import InvalidInputError, NaiveDatetimeError
 
-__all__ = ["Clock", "SystemClock", "ManualClock", "ensure_aware"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "ensure_aware"]
 
 
 def ensure_aware(value: datetime, name: str = "datetime") -> datetime:
@@ -19,7 +19,7 @@ def ensure_aware(value: datetime, name: str = "datetime") -> datetime:
         raise NaiveDatetimeError(
             f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
         )
-    return value.astimezone(timezone.utc)
+    return value.astimezone(UTC)
 
 
 @runtime_checkable
@@ -33,7 +33,7 @@ class SystemClock:
     """The wall clock, in UTC."""
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def __repr__(self) -> str:
         return "SystemClock()"
@@ -50,7 +50,7 @@ class ManualClock:
     """
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._now = ensure_aware(start, "start") if start is not None else datetime.now(timezone.utc)
+        self._now = ensure_aware(start, "start") if start is not None else datetime.now(UTC)
         self._lock = threading.Lock()
 
     def now(self) -> datetime:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from mnemonia.errors import InvalidInputError
 from mnemonia.scoring.activation import STOP_WORDS
 
-__all__ = ["extract_entities", "normalise_entities", "entity_label", "EntityExtractor"]
+__all__ = ["EntityExtractor", "entity_label", "extract_entities", "normalise_entities"]
 
 EntityExtractor = Callable[[str], list[str]]
 

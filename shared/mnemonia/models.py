@@ -8,7 +8,7 @@ from typing import Any
 
 from mnemonia.scoring.sm2 import SM2State
 
-__all__ = ["Memory", "Explanation", "Hit", "RecallResult", "Relation", "Event", "KINDS"]
+__all__ = ["KINDS", "Event", "Explanation", "Hit", "Memory", "RecallResult", "Relation"]
 
 KINDS = ("episode", "fact", "concept")
 

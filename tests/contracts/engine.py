@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
 from mnemonia import ManualClock, MemoryEngine
 from mnemonia.errors import MemoryNotFoundError
 
