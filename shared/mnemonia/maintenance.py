@@ -109,6 +109,7 @@ ECHO_MIN_SHARE = 0.5  # share of a memory's content words the reply must contain
 _SLACK = 1e-9  # numpy vs pure-Python priority differ by far less than this
 _CHUNK = 500
 _NEIGHBOURS = 6  # as at ingest: nearest neighbours used for related_to
+_LISTED_MEMBERS = 100  # member ids kept in a concept's metadata and event (relations hold all)
 _SNAPSHOT_HEADER = "MEMORY SNAPSHOT"
 
 _QUALITY_BINS = (0.9, 0.7, 0.5, 0.3, 0.1)  # -> 5, 4, 3, 2, 1, else 0
@@ -648,7 +649,8 @@ def _concept_item(engine: MemoryEngine, tenant: str, group: list[str], rows: Map
             "text": _clip_text(text, engine.config.max_text_chars),
             "importance": sum(float(rows[i].importance) for i in group) / len(group),
             "entities": entities, "topic": topics.pop() if len(topics) == 1 else None,
-            "metadata": {"consolidated_from": list(group)}}
+            "metadata": {"consolidated_from": list(group[:_LISTED_MEMBERS]),
+                         "consolidated_count": len(group)}}
 
 
 def _write_concepts(engine: MemoryEngine, tenant: str, groups: list[list[str]],
@@ -689,7 +691,8 @@ def _write_concepts(engine: MemoryEngine, tenant: str, groups: list[list[str]],
             events += [_event_row(tenant, mid, "consolidated", nowts, {"consolidated_into": None},
                                   {"consolidated_into": cid}) for mid in free]
             events.append(_event_row(tenant, cid, "consolidated", nowts, None,
-                                     {"members": free}))
+                                     {"members": free[:_LISTED_MEMBERS],
+                                      "count": len(free)}))
             edges.update({(mid, cid, "part_of"): 1.0 for mid in free})
             # A concept stands for its members: at least the highest state among them.
             top = max((rows[i].state for i in group), key=reeval.state_rank)

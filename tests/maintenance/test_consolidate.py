@@ -61,7 +61,8 @@ def test_near_duplicates_become_one_concept(engine: MemoryEngine) -> None:
         assert (mid, cid, "part_of") in rels
         (ev,) = events(engine, "t", mid, "consolidated")
         assert ev.before == {"consolidated_into": None} and ev.after == {"consolidated_into": cid}
-    assert events(engine, "t", cid, "consolidated")[0].after == {"members": ids[:3]}
+    assert events(engine, "t", cid, "consolidated")[0].after == {"members": ids[:3], "count": 3}
+    assert concept.metadata["consolidated_count"] == 3
     for mid in ids[3:]:
         assert engine.get(mid, tenant="t").consolidated_into is None
     assert engine.stats("t")["consolidated"] == 3
@@ -225,3 +226,16 @@ def test_candidates_cover_every_memory_not_a_sample(engine: MemoryEngine) -> Non
     grouped = sorted(tuple(sorted(json.loads(row(engine, c).metadata)["consolidated_from"]))
                      for c in report.concept_ids)
     assert grouped == [("m3000", "m4100"), ("m5150", "m7")]
+
+
+def test_a_large_family_of_duplicates_is_one_concept(engine: MemoryEngine) -> None:
+    mems = engine.add_many([{"text": "ok, thanks!" if i % 2 else "OK thanks"}
+                            for i in range(300)], tenant="t")
+    report = engine.consolidate(tenant="t")
+    assert (report.groups, report.members_consolidated) == (1, 300)
+    concept = engine.get(report.concept_ids[0], tenant="t")
+    assert concept.metadata["consolidated_count"] == 300
+    assert len(concept.metadata["consolidated_from"]) == 100
+    assert all(engine.get(m.id, tenant="t").consolidated_into == concept.id for m in mems)
+    # 300 texts, two distinct sentences: each kept once
+    assert concept.text in ("OK thanks. ok, thanks!", "ok, thanks! OK thanks")
