@@ -120,11 +120,15 @@ _WORD = re.compile(r"\w+")
 # ----------------------------------------------------------------------------------------
 # reports
 # ----------------------------------------------------------------------------------------
+def _json_default(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Report:
     def as_dict(self) -> dict[str, Any]:
         """The report as a JSON-safe dict."""
-        return json.loads(json.dumps(asdict(self), default=str))  # type: ignore[no-any-return]
+        return json.loads(json.dumps(asdict(self), default=_json_default))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1377,10 +1381,15 @@ class Scheduler:
 _CLI_JOBS = ("evict", "consolidate", "review", "reevaluate", "enrich", "all")
 
 
+def _int_fields(data: Mapping[str, Any]) -> dict[str, int]:
+    return {k: v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 def run_cli(engine: MemoryEngine, job: str = "all", *, tenant: str | None = None,
             progress: bool = True, console: Any = None) -> dict[str, Any]:
     """What ``mnemonia maintain [JOB] [--tenant T]`` runs: the job(s) with a rich progress
-    bar (one step per tenant and job) and a summary table; returns the reports as a dict.
+    bar (one step per tenant and job), then a summary table (one row per tenant, one column
+    per count); returns the reports as a dict.
 
     Args:
         engine: The engine.
@@ -1388,13 +1397,16 @@ def run_cli(engine: MemoryEngine, job: str = "all", *, tenant: str | None = None
             ``reevaluate``, ``enrich`` or ``all`` (:func:`maintain`: automatic eviction only
             over ``max_memories``).
         tenant: One tenant, or ``None`` for every tenant.
-        progress: Show the progress bar and the table (on ``console``, default stderr/stdout
-            as rich decides).
-        console: A ``rich.console.Console`` to print to.
+        progress: Show the progress bar and the table (on ``console``).
+        console: A ``rich.console.Console`` to print to (default: a new one on stdout).
 
     Returns:
-        ``{"job": job, "reports": {...}}`` with JSON-safe report dicts, plus ``"counts"`` for
-        ``all``.
+        ``{"job": job, "counts": {...}, "reports": {...}}``: the totals, and the full
+        JSON-safe reports (per tenant; for ``all`` the :class:`MaintenanceReport`). The
+        reports may be long (e.g. every evicted id); print ``counts`` for a summary.
+
+    Raises:
+        InvalidInputError: An unknown job or a bad tenant name.
     """
     if job not in _CLI_JOBS:
         raise InvalidInputError(f"job={job!r}: must be one of {', '.join(_CLI_JOBS)}")
@@ -1404,15 +1416,15 @@ def run_cli(engine: MemoryEngine, job: str = "all", *, tenant: str | None = None
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    out = console if console is not None else Console(stderr=False)
+    out = console if console is not None else Console()
     tenants = _tenants(engine, tenant)
     per_tenant = {"all": 4, "reevaluate": 0}.get(job, 1)
     total = len(tenants) * per_tenant + (1 if job in ("all", "reevaluate") else 0)
     bar = Progress(TextColumn("[bold]maintain[/] {task.description}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(), console=out,
                    disable=not progress, transient=False)
-    result: dict[str, Any] = {"job": job, "reports": {}}
-    rows: list[tuple[str, str, str]] = []
+    result: dict[str, Any] = {"job": job, "counts": {}, "reports": {}}
+    per_row: dict[str, dict[str, int]] = {}  # table rows: tenant (or "all tenants") -> counts
     with bar:
         task = bar.add_task(job, total=max(1, total))
 
@@ -1423,36 +1435,48 @@ def run_cli(engine: MemoryEngine, job: str = "all", *, tenant: str | None = None
             report = maintain(engine, tenant, on_step=step)
             result["reports"] = report.as_dict()
             result["counts"] = report.counts
-            rows += [(k, "", str(v)) for k, v in report.counts.items()]
+            for tm in report.tenants:
+                per_row[tm.tenant] = {
+                    "enriched": tm.enrichment.enriched, "evicted": tm.eviction.evicted,
+                    "concepts": tm.consolidation.concepts_created,
+                    "consolidated": tm.consolidation.members_consolidated,
+                    "reviewed": tm.review.reviewed}
+            per_row["re-evaluation (all tenants)"] = {
+                "scanned": report.reevaluation.scanned,
+                "promoted": report.reevaluation.promoted}
         elif job == "reevaluate":
             rep = reevaluate(engine)
             step("reevaluate", None)
-            result["reports"]["reevaluate"] = rep.as_dict()
-            rows += [("reevaluate", "", f"scanned={rep.scanned} candidates={rep.candidates} "
-                      f"reevaluated={rep.reevaluated} promoted={rep.promoted}")]
+            data = rep.as_dict()
+            result["reports"]["reevaluate"] = data
+            result["counts"] = _int_fields(data)
+            per_row["all tenants"] = result["counts"]
         else:
             jobs: dict[str, Callable[..., Any]] = {
                 "evict": evict, "consolidate": consolidate, "review": review, "enrich": enrich}
             fn = jobs[job]
+            totals: dict[str, int] = {}
             for t in tenants:
                 kwargs: dict[str, Any] = {"tenant": t}
                 if job == "consolidate":
                     kwargs["summariser"] = engine.summariser
-                rep = fn(engine, **kwargs)
+                data = fn(engine, **kwargs).as_dict()
                 step(job, t)
-                data = rep.as_dict()
                 result["reports"][t] = data
-                summary = " ".join(f"{k}={v}" for k, v in data.items()
-                                   if isinstance(v, int) and not isinstance(v, bool))
-                rows.append((job, t, summary))
+                per_row[t] = _int_fields(data)
+                for k, v in per_row[t].items():
+                    totals[k] = totals.get(k, 0) + v
+            result["counts"] = totals
         bar.update(task, completed=max(1, total))
     if progress:
+        columns = list(dict.fromkeys(k for counts in per_row.values() for k in counts))
         table = Table(title=f"mnemonia maintain {job}")
-        table.add_column("job")
         table.add_column("tenant")
-        table.add_column("result")
-        for r in rows:
-            table.add_row(*r)
+        for c in columns:
+            table.add_column(c, justify="right")
+        for name, counts in per_row.items():
+            table.add_row(name, *(str(counts[c]) if c in counts else "" for c in columns))
+        if not per_row:
+            table.caption = "no tenants"
         out.print(table)
     return result
-

@@ -145,7 +145,11 @@ def test_run_cli_all_with_progress_and_table(engine: MemoryEngine) -> None:
                         console=Console(file=buf, width=120, force_terminal=False))
     assert result["job"] == "all" and result["counts"]["concepts_created"] == 1
     out = buf.getvalue()
-    assert "mnemonia maintain all" in out and "concepts_created" in out
+    assert "mnemonia maintain all" in out and "concepts" in out
+    assert "re-evaluation (all tenants)" in out
+    table_row = next(line for line in out.splitlines() if line.startswith("│ t "))
+    # enriched, evicted, concepts, consolidated, reviewed
+    assert [c.strip() for c in table_row.split("│")[2:7]] == ["3", "0", "1", "2", "3"]
     json.dumps(result)
 
 
@@ -157,6 +161,7 @@ def test_run_cli_single_jobs(engine: MemoryEngine, job: str) -> None:
     assert result["job"] == job and key in result["reports"]
     if job == "evict":
         assert result["reports"]["t"]["evicted"] == 1  # explicit: the budget, max(1, 0)
+        assert result["counts"]["evicted"] == 1
     assert row(engine, "t-c").id == "t-c"
 
 
