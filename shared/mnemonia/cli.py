@@ -169,10 +169,9 @@ def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|r
 
     try:
         with _open(path) as engine:
-            report = maintenance.run_cli(engine, job=job, tenant=tenant, console=console)
+            maintenance.run_cli(engine, job=job, tenant=tenant, console=console)
     except MnemoniaError as e:
         _fail(e)
-    console.print(report)
 
 
 @app.command("export")
