@@ -511,11 +511,15 @@ class MemoryEngine:
                                 "pinned": pinned, "speaker": speaker, "id": id}
         return self._add_prepared(self._tenant(tenant), [self._prepare(item, self.clock.now())])[0]
 
-    def add_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str) -> builtins.list[Memory]:
+    def add_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str,
+                 replace: bool = False) -> builtins.list[Memory]:
         """Store many memories with one batched embedding pass; all or nothing.
 
         Each item is a dict with the keyword arguments of :meth:`add` (``text`` required) and
-        optionally a precomputed ``embedding``.
+        optionally a precomputed ``embedding``. With ``replace=True`` an item whose ``id``
+        already exists in the tenant replaces that memory in place (text, vector, metadata;
+        its history, access statistics and relations stay); the new vector is written before
+        the old text goes, so a failure never loses the stored version.
         """
         tenant = self._tenant(tenant)
         if isinstance(items, Mapping) or isinstance(items, str) or not isinstance(items, Sequence):
@@ -528,7 +532,63 @@ class MemoryEngine:
             prepared.append(self._prepare(item, now, i))
         if not prepared:
             return []
+        if not isinstance(replace, bool):
+            raise InvalidInputError(f"replace={replace!r}: must be True or False")
+        if replace:
+            return self._replace_or_add(tenant, prepared)
         return self._add_prepared(tenant, prepared)
+
+    def _replace_or_add(self, tenant: str, items: builtins.list[_Prepared]
+                        ) -> builtins.list[Memory]:
+        ids = [p.id for p in items]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("add_many: two items have the same id")
+        with self._sql.connect() as conn:
+            found: dict[str, str] = {}
+            for chunk in S.chunks(ids):
+                found.update({r[0]: r[1] for r in conn.execute(sa.select(
+                    S.memories.c.id, S.memories.c.tenant).where(S.memories.c.id.in_(chunk)))})
+        foreign = [i for i, t in found.items() if t != tenant]
+        if foreign:
+            raise InvalidInputError(f"id(s) {foreign[:5]} are taken; choose other ids")
+        old = [p for p in items if p.id in found]
+        new = [p for p in items if p.id not in found]
+        done = {m.id: m for m in self._add_prepared(tenant, new)} if new else {}
+        if old:
+            todo = [p for p in old if p.vector is None]
+            if todo:
+                vecs = self.embedder.embed_documents([p.embed_text for p in todo])
+                for p, v in zip(todo, vecs, strict=True):
+                    p.vector = v
+            nowts = _ts(self.clock.now())
+            with self._write:
+                col = self._collection(tenant, create=True)
+                self._vectors.upsert(col, [p.id for p in old],
+                                     np.stack([p.vector for p in old]).astype(np.float32),  # type: ignore[misc]
+                                     [p.embed_text for p in old], [{"kind": p.kind} for p in old])
+                with self._sql.begin() as conn:
+                    prev = self._rows(conn, tenant, [p.id for p in old])
+                    self._sql.fts_delete(conn, [p.id for p in old])
+                    self._sql.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in old])
+                    for p in old:
+                        conn.execute(S.memories.update().where(S.memories.c.id == p.id).values(
+                            text=p.text, kind=p.kind, topic=p.topic,
+                            entities=json.dumps(p.entities), importance=p.importance,
+                            session_id=p.session_id, metadata=json.dumps(p.metadata),
+                            pinned=p.pinned))
+                        conn.execute(S.memory_entities.delete().where(
+                            S.memory_entities.c.memory_id == p.id))
+                        if p.entities:
+                            conn.execute(S.memory_entities.insert(), [dict(
+                                tenant=tenant, entity=e, memory_id=p.id) for e in p.entities])
+                        r = prev.get(p.id)
+                        self._event(conn, tenant, p.id, "updated", nowts,
+                                    {"text": r.text if r is not None else None},
+                                    {"text": p.text})
+                    rows = self._rows(conn, tenant, [p.id for p in old])
+                self._entities.pop(tenant, None)
+            done.update({i: self._row_to_memory(r) for i, r in rows.items()})
+        return [done[i] for i in ids]
 
     def _add_prepared(self, tenant: str, items: builtins.list[_Prepared]) -> builtins.list[Memory]:
         self._check_open()

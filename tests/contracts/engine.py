@@ -157,3 +157,18 @@ class EngineContract:
         assert target.import_(tmp_path / "dump.jsonl") == len(FACTS)
         assert {m.text for m in target.list(tenant=T)} == set(loaded)
         assert [r.type for r in target.relations(a, tenant=T)] == ["part_of"]
+
+    def test_replace_in_place_keeps_history(self, eng: MemoryEngine) -> None:
+        m = eng.add("The wifi password is hunter2", tenant=T, id="wifi")
+        eng.feedback("wifi", 4, tenant=T)
+        out = eng.add_many([{"id": "wifi", "text": "The wifi password is now correct-horse"},
+                            {"id": "door", "text": "The door code is 1234"}], tenant=T,
+                           replace=True)
+        assert [x.id for x in out] == ["wifi", "door"]
+        got = eng.get("wifi", tenant=T)
+        assert got.text.endswith("correct-horse") and got.created_at == m.created_at
+        assert got.sm2.repetitions == 1
+        assert [e.event for e in eng.history("wifi", tenant=T)][-1] == "updated"
+        res = eng.recall("what is the wifi password", tenant=T, k=1)
+        assert res.ids == ["wifi"] and "correct-horse" in res.memories[0].memory.text
+        assert eng.stats(T)["memories"] == 2

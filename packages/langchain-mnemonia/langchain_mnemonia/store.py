@@ -308,10 +308,9 @@ class MnemoniaStore(BaseStore):
                     raise InvalidInputError(
                         f"value of key {item['metadata'][_META]['key']!r} is not JSON-safe: {e}"
                     ) from e
-            for item in items:
-                with contextlib.suppress(MemoryNotFoundError):
-                    self.engine.forget(item["id"], tenant=tenant, hard=True)
-            self.engine.add_many(items, tenant=tenant)
+            # Existing keys are replaced in place: the new version is embedded and written
+            # before the old one goes, so a failure never loses the stored item.
+            self.engine.add_many(items, tenant=tenant, replace=True)
             self._namespaces[tenant] = namespace
 
     # ------------------------------------------------------------------------- reads
