@@ -582,7 +582,8 @@ def consolidate(engine: MemoryEngine, *, tenant: str,
     sentences, or written by ``summariser(texts)``; importance = mean; entities = union; the
     highest member state) with ``part_of`` relations from its members, which stay but are
     marked consolidated and hidden from recall when their concept is returned. Running it
-    twice creates nothing new.
+    twice creates nothing new. ``concept`` memories (made here or added as such) and
+    memories already consolidated are not regrouped.
     """
     engine._check_open()
     if summariser is not None and not callable(summariser):

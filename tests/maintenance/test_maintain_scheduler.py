@@ -178,3 +178,15 @@ def test_docstring_examples_run() -> None:
     for t in tests:
         runner.run(t)
     assert len(tests) >= 2 and runner.failures == 0
+
+
+def test_scheduler_can_serve_some_tenants_only(engine: MemoryEngine) -> None:
+    _store(engine, "a")
+    _store(engine, "b")
+    scheduler = mt.Scheduler(engine, tenants=["a"], poll_interval=0.01)
+    done = scheduler.run_pending()
+    assert set(done["consolidate"]) == {"a"}
+    assert engine.stats("a")["by_kind"]["concept"] == 1
+    assert engine.stats("b")["by_kind"]["concept"] == 0
+    with pytest.raises(InvalidInputError):
+        mt.Scheduler(engine, tenants=["not a tenant!"])
