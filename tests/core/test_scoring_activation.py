@@ -165,8 +165,30 @@ def test_spread_custom_type_and_unknown_type() -> None:
         ac.spread({"a": 1.0}, graph(edges))
 
 
+def test_spread_max_frontier_lets_only_the_strongest_spread() -> None:
+    edges = [edge("a", "x"), edge("b", "y"), edge("c", "z"), edge("x", "x2"), edge("y", "y2")]
+    seeds = {"a": 0.9, "b": 0.6, "c": 0.3}
+    full = ac.spread(seeds, graph(edges), depth=2)
+    assert {"x", "y", "z", "x2", "y2"} <= set(full)
+    bounded = ac.spread(seeds, graph(edges), depth=2, max_frontier=2)
+    assert "z" not in bounded  # c is the third seed: it does not spread
+    assert bounded["x"] == full["x"] and bounded["y"] == full["y"]
+    assert bounded["x2"] == full["x2"] and bounded["y2"] == full["y2"]
+    one = ac.spread(seeds, graph(edges), depth=2, max_frontier=1)
+    assert set(one) == {"a", "b", "c", "x", "x2"}
+    assert ac.spread(seeds, graph(edges), depth=2, max_frontier=10) == full
+
+
+def test_spread_max_frontier_ties_are_broken_by_id() -> None:
+    edges = [edge("b", "y"), edge("a", "x")]
+    result = ac.spread({"b": 0.5, "a": 0.5}, graph(edges), depth=1, max_frontier=1)
+    assert set(result) == {"a", "b", "x"}
+
+
 @pytest.mark.parametrize(
-    "kwargs", [{"depth": -1}, {"decay": 0.0}, {"decay": 1.5}, {"cross_topic_penalty": 2.0}]
+    "kwargs",
+    [{"depth": -1}, {"decay": 0.0}, {"decay": 1.5}, {"cross_topic_penalty": 2.0},
+     {"max_frontier": 0}, {"max_frontier": 1.5}, {"max_frontier": True}],
 )
 def test_spread_validates_parameters(kwargs: dict[str, object]) -> None:
     with pytest.raises(InvalidInputError):

@@ -230,6 +230,7 @@ def spread(
     topics: Mapping[str, str | None] | None = None,
     query_topic: str | None = None,
     cross_topic_penalty: float = DEFAULT_CROSS_TOPIC_PENALTY,
+    max_frontier: int | None = None,
 ) -> dict[str, Activation]:
     """Spread activation from seeds along relations, hop by hop (max aggregation).
 
@@ -243,6 +244,11 @@ def spread(
     for one target the smallest ``(source, relation)`` wins, so the result does not depend on
     edge order.
 
+    ``max_frontier`` bounds the work of a hop: only the ``max_frontier`` most activated ids of
+    the frontier spread (ties broken by id). A weak memory's spread carries a fraction of an
+    already weak activation, so it rarely reaches a top-k list; the bound keeps the number of
+    edges read per query independent of the graph's size.
+
     Args:
         seeds: Seed activation per memory id, finite and ``>= 0``.
         neighbours: Returns the edges touching any of the given ids.
@@ -252,6 +258,8 @@ def spread(
         topics: Topic per memory id, for the cross-topic penalty.
         query_topic: The query's topic, if any.
         cross_topic_penalty: Factor for targets in another topic, in ``[0, 1]``.
+        max_frontier: How many of the frontier's most activated ids spread per hop, an int
+            ``>= 1``; ``None`` (default) for all of them.
 
     Returns:
         ``{memory_id: Activation}`` for every seed and every memory reached.
@@ -266,6 +274,7 @@ def spread(
     if not 0.0 < factor <= 1.0:
         raise InvalidInputError(f"decay must be in (0, 1], got {decay!r}")
     penalty = require_unit(cross_topic_penalty, "cross_topic_penalty")
+    beam = None if max_frontier is None else require_int(max_frontier, "max_frontier", minimum=1)
     if query_topic is not None:
         require_str(query_topic, "query_topic")
 
@@ -285,7 +294,12 @@ def spread(
             return value * penalty
         return value
 
-    frontier = frozenset(result)
+    def bounded(ids: Iterable[str]) -> frozenset[str]:
+        if beam is None:
+            return frozenset(ids)
+        return frozenset(sorted(ids, key=lambda m: (-result[m].value, m))[:beam])
+
+    frontier = bounded(result)
     for hop in range(1, hops_total + 1):
         if not frontier:
             break
@@ -325,6 +339,6 @@ def spread(
                 seed=previous.seed if previous is not None else 0.0,
             )
             raised.add(target)
-        frontier = frozenset(raised)
+        frontier = bounded(raised)
     return result
 
