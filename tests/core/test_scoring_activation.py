@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import pytest
 from hypothesis import given, settings
@@ -177,6 +177,18 @@ def test_spread_max_frontier_lets_only_the_strongest_spread() -> None:
     one = ac.spread(seeds, graph(edges), depth=2, max_frontier=1)
     assert set(one) == {"a", "b", "c", "x", "x2"}
     assert ac.spread(seeds, graph(edges), depth=2, max_frontier=10) == full
+
+
+def test_spread_tells_neighbours_the_frontier_activations() -> None:
+    seen: list[dict[str, float]] = []
+
+    def neighbours(frontier: Collection[str]) -> list[ac.Edge]:
+        assert isinstance(frontier, Mapping)
+        seen.append(dict(frontier))
+        return [e for e in (edge("a", "b"), edge("b", "c")) if e.src in frontier]
+
+    ac.spread({"a": 0.8}, neighbours, depth=2)
+    assert seen == [{"a": 0.8}, {"b": pytest.approx(0.8 * 0.9 * 0.5)}]
 
 
 def test_spread_max_frontier_ties_are_broken_by_id() -> None:

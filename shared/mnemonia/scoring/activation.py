@@ -235,7 +235,9 @@ def spread(
     """Spread activation from seeds along relations, hop by hop (max aggregation).
 
     Each hop asks ``neighbours(frontier)`` for the edges touching the frontier (the ids whose
-    activation rose in the previous hop; the seeds at first) and follows ``src -> dst``, plus
+    activation rose in the previous hop; the seeds at first), passed as a read-only mapping
+    ``id -> activation`` so a caller may leave out edges too weak to matter to it, and follows
+    ``src -> dst``, plus
     ``dst -> src`` for symmetric types. A candidate is
     ``a(u) * strength * type_weight * decay``, times ``cross_topic_penalty`` when
     ``query_topic`` is given and the target's known topic (``topics.get(target)``) is another
@@ -251,7 +253,8 @@ def spread(
 
     Args:
         seeds: Seed activation per memory id, finite and ``>= 0``.
-        neighbours: Returns the edges touching any of the given ids.
+        neighbours: Returns the edges touching any of the given ids (a mapping from each
+            frontier id to its activation).
         depth: Hops to spread, an int ``>= 0``.
         decay: Per-hop factor, in ``(0, 1]``.
         type_weights: Extra relation types and weights (overriding built-in ones).
@@ -305,7 +308,7 @@ def spread(
             break
         snapshot = {mid: act.value for mid, act in result.items()}
         best: dict[str, tuple[float, str, str]] = {}
-        for edge in neighbours(frontier):
+        for edge in neighbours(MappingProxyType({mid: snapshot[mid] for mid in frontier})):
             if not isinstance(edge, Edge):
                 raise InvalidInputError(f"neighbours() must yield Edge objects, got {edge!r}")
             weight = relation_weight(edge.type, type_weights)
