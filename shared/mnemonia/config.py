@@ -64,6 +64,7 @@ class MnemoniaConfig:
     entity_fanout: int = 20
     spread_depth: int = 2
     spread_decay: float = 0.5
+    spread_frontier: int = 20
     cross_topic_penalty: float = 0.4
     default_mode: str = "agent_memory"
     min_activation: float = 0.15
@@ -232,6 +233,7 @@ _INT_MINIMUMS: dict[str, int] = {
     "keyword_candidates": 0,
     "entity_fanout": 0,
     "spread_depth": 0,
+    "spread_frontier": 1,
     "review_batch": 1,
     "snapshot_size": 1,
     "reevaluation_per_tenant_cap": 1,

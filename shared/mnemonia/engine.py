@@ -26,7 +26,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,6 +69,10 @@ _HIDDEN_RELATIONS = ("contradicts", "supersedes")
 _SAME_ENTITY_LINKS = 5  # same_entity edges made per entity for a new memory
 _NEIGHBOURS = 6  # nearest neighbours read at ingest for novelty and related_to
 _NAME_MATCH_STRENGTH = 0.5  # entity similarity credited when a query word names the entity
+_EDGES_PER_SOURCE = 16  # strongest relations one memory spreads along per hop in recall
+_QUERY_ENTITIES = 4  # entities one query may activate (the strongest by s * weight)
+_MIN_ENTITY_WEIGHT = 0.05  # entities linked to nearly every memory carry no signal
+_ENTITY_POOL = 5  # linked memories read per entity: entity_fanout * this, best fused kept
 
 
 def _ts(dt: datetime) -> float:
@@ -112,6 +116,7 @@ class _EntityIndex:
     names: builtins.list[str]
     df: dict[str, int]
     matrix: np.ndarray | None
+    active: int | None = None  # active memories of the tenant, read once (recall's IDF)
 
 
 class _StoreLock:
@@ -962,8 +967,9 @@ class MemoryEngine:
 
         with self._sql.connect() as conn:
             scored = self._activate(conn, col, tenant, query, qvec, qtok, k, topic, entity,
-                                    floor)
-            hits = self._score(conn, tenant, scored, weights, mode_name, floor, now)
+                                    floor, weights, now)
+            hits = self._score(conn, tenant, scored, weights, mode_name, floor, now,
+                               k=k, episode_k=episode_k)
         top = hits[:k]
         top_ids = {h.memory.id for h in top}
         episodes = [h for h in hits if h.memory.kind == "episode" and h.explanation.path is None
@@ -991,7 +997,9 @@ class MemoryEngine:
         return topic is None or r.topic is None or r.topic == topic
 
     def _activate(self, conn: Any, col: Any, tenant: str, query: str, qvec: np.ndarray,
-                  qtok: builtins.list[str], k: int, topic: str | None, entity: str | None, floor: float
+                  qtok: builtins.list[str], k: int, topic: str | None, entity: str | None,
+                  floor: float, weights: modes_mod.ModeWeights | None = None,
+                  now: datetime | None = None
                   ) -> tuple[dict[str, act.Activation], dict[str, Any], dict[str, dict[str, Any]]]:
         cfg = self.config
         # 1. dense + keyword candidates, widened until enough visible ones remain
@@ -1026,20 +1034,57 @@ class MemoryEngine:
             info[mid] = {"cosine": c, "keyword": kw, "seed": fused}
             if fused >= cfg.initial_threshold or floor == 0:
                 seeds[mid] = fused
-        # 3. entities
-        self._entity_seeds(conn, col, tenant, qvec, qtok, topic, rows, info, seeds, cos)
-        # 4. spreading
+        # 3. entities (only boosts that could reach the top k are worth reading)
+        self._entity_seeds(conn, col, tenant, qvec, qtok, topic, rows, info, seeds, cos,
+                           self._spread_bound(seeds, rows, k, floor, weights, now, entity))
+        # 4. spreading: only the spread_frontier most activated memories spread per hop, each
+        # along its _EDGES_PER_SOURCE strongest relations, and only where the spread value
+        # could still matter (reach the top k, or pass the floor).
         topics = {mid: r.topic for mid, r in rows.items()}
+        spread_types = self._spread_types()
+        type_weight = {t: act.relation_weight(t, self._type_weights or None)
+                       for t in spread_types}
+        symmetric = sorted(act.SYMMETRIC_RELATIONS)
+        bound = self._spread_bound(seeds, rows, k, floor, weights, now, entity)
+        decay = cfg.spread_decay
 
-        def neighbours(frontier: Iterable[str]) -> builtins.list[act.Edge]:
-            frontier = list(frontier)
-            edges = []
-            for chunk in S.chunks(frontier):
-                edges += conn.execute(sa.select(
-                    S.relations.c.src, S.relations.c.dst, S.relations.c.type,
-                    S.relations.c.strength).where(
-                    S.relations.c.tenant == tenant,
-                    sa.or_(S.relations.c.src.in_(chunk), S.relations.c.dst.in_(chunk)))).fetchall()
+        def neighbours(given: Collection[str]) -> builtins.list[act.Edge]:
+            level = given if isinstance(given, Mapping) else dict.fromkeys(given, 1.0)
+            frontier = {m for m, a in level.items() if a * decay >= bound}
+            if not frontier:
+                return []
+            rel = S.relations.c
+            raw = []
+            for chunk in S.chunks(sorted(frontier)):
+                raw += conn.execute(sa.select(rel.src, rel.dst, rel.type, rel.strength).where(
+                    rel.tenant == tenant, rel.src.in_(chunk))).fetchall()
+                # symmetric edges pointing at the frontier: the strongest few per memory
+                incoming = sa.select(
+                    rel.src, rel.dst, rel.type, rel.strength, sa.func.row_number().over(
+                        partition_by=rel.dst, order_by=(rel.strength.desc(), rel.src)
+                    ).label("n")).where(rel.tenant == tenant, rel.dst.in_(chunk),
+                                        rel.type.in_(symmetric)).subquery()
+                raw += conn.execute(sa.select(
+                    incoming.c.src, incoming.c.dst, incoming.c.type, incoming.c.strength).where(
+                    incoming.c.n <= _EDGES_PER_SOURCE)).fetchall()
+            # Each frontier memory spreads along its _EDGES_PER_SOURCE strongest edges only,
+            # so a hub (a memory many others link to) costs no more than any other memory.
+            by_source: dict[str, builtins.list[tuple[float, str, str, Any]]] = {}
+            for e in raw:
+                if e.type not in spread_types:
+                    continue
+                w = e.strength * type_weight[e.type]
+                if e.src in frontier and level[e.src] * w * decay >= bound:
+                    by_source.setdefault(e.src, []).append((-w, e.dst, e.type, e))
+                if e.dst in frontier and e.type in act.SYMMETRIC_RELATIONS \
+                        and level[e.dst] * w * decay >= bound:
+                    by_source.setdefault(e.dst, []).append((-w, e.src, e.type, e))
+            chosen: dict[tuple[str, str, str], Any] = {}
+            for out in by_source.values():
+                out.sort(key=lambda t: t[:3])
+                for *_, e in out[:_EDGES_PER_SOURCE]:
+                    chosen[(e.src, e.dst, e.type)] = e
+            edges = list(chosen.values())
             others = {e.dst for e in edges} | {e.src for e in edges}
             new = [i for i in others if i not in rows]
             if new:
@@ -1048,18 +1093,47 @@ class MemoryEngine:
             return [act.Edge(src=e.src, dst=e.dst, type=e.type, strength=e.strength)
                     for e in edges
                     if e.src in rows and e.dst in rows
-                    and self._visible(rows[e.src], topic) and self._visible(rows[e.dst], topic)
-                    and e.type in self._spread_types()]
+                    and self._visible(rows[e.src], topic) and self._visible(rows[e.dst], topic)]
 
         activations = act.spread(
             seeds, neighbours, depth=cfg.spread_depth, decay=cfg.spread_decay,
             type_weights=self._type_weights or None, topics=topics, query_topic=topic,
-            cross_topic_penalty=cfg.cross_topic_penalty)
+            cross_topic_penalty=cfg.cross_topic_penalty,
+            max_frontier=cfg.spread_frontier)
         if entity is not None:
             linked = {r[0] for r in conn.execute(sa.select(S.memory_entities.c.memory_id).where(
                 S.memory_entities.c.tenant == tenant, S.memory_entities.c.entity == entity))}
             activations = {m: a for m, a in activations.items() if m in linked}
         return activations, rows, info
+
+    def _spread_bound(self, seeds: Mapping[str, float], rows: Mapping[str, Any], k: int,
+                      floor: float, weights: modes_mod.ModeWeights | None,
+                      now: datetime | None, entity: str | None) -> float:
+        """The least spread activation that can still change what ``recall`` returns.
+
+        Below ``floor`` a memory is dropped anyway. And since spreading only raises
+        activations, the k-th best seed score is a floor for the k-th best final score; a
+        memory whose activation ``a`` gives at most ``w_sim*a + (1 - w_sim)`` cannot beat it,
+        so activations under ``(kth - (1 - w_sim)) / w_sim`` need not be spread at all.
+        """
+        if weights is None or now is None or entity is not None or weights.sim <= 0:
+            return floor
+        scores = sorted((self._final_score(rows[m], a, weights, now)[0]
+                         for m, a in seeds.items()
+                         if m in rows and rows[m].consolidated_into is None), reverse=True)
+        if len(scores) < k:
+            return floor
+        return max(floor, (scores[k - 1] - (1.0 - weights.sim)) / weights.sim)
+
+    def _final_score(self, r: Any, activation: float, weights: modes_mod.ModeWeights,
+                     now: datetime) -> tuple[float, float]:
+        """(final score, retention) of one memory row at ``activation``."""
+        R = ret.retention(accessed_at=_dt(r.accessed_at), now=now,  # type: ignore[arg-type]
+                          importance=r.importance, stability=r.stability,
+                          half_life=self.config.retention_half_life)
+        score = modes_mod.final_score(activation=min(1.0, activation), importance=r.importance,
+                                      retention=R, utility=r.utility, weights=weights)
+        return score, R
 
     def _spread_types(self) -> set[str]:
         return (set(act.RELATION_WEIGHTS) | set(self._type_weights))
@@ -1069,16 +1143,28 @@ class MemoryEngine:
         speaker = json.loads(r.metadata).get("speaker") if r.metadata != "{}" else None
         return f'{speaker} said, "{r.text}"' if speaker else r.text
 
-    def _entity_seeds(self, conn: Any, col: Any, tenant: str, qvec: np.ndarray, qtok: builtins.list[str],
-                      topic: str | None, rows: dict[str, Any], info: dict[str, dict[str, Any]],
-                      seeds: dict[str, float], cos: dict[str, float]) -> None:
+    def _entity_seeds(self, conn: Any, col: Any, tenant: str, qvec: np.ndarray,
+                      qtok: builtins.list[str], topic: str | None, rows: dict[str, Any],
+                      info: dict[str, dict[str, Any]], seeds: dict[str, float],
+                      cos: dict[str, float], bound: float = 0.0) -> None:
+        """Step 3: entities the query names or resembles boost their memories.
+
+        An entity's strength ``s`` is ``_NAME_MATCH_STRENGTH`` when every 3+ character word of
+        its name is a query word, else the cosine of its label to the query when that reaches
+        ``entity_similarity_threshold``. Its weight ``ln((N+1)/df) / ln(N+1)`` (N active
+        memories, df of them linked to it) discounts entities spread over much of the tenant
+        (a speaker's name in a long chat); under ``_MIN_ENTITY_WEIGHT`` it is ignored. The
+        ``_QUERY_ENTITIES`` strongest entities (by ``s*weight``) each seed at most
+        ``entity_fanout`` memories, best fused first: ``seed = max(seed,
+        0.8*s*importance*weight)``. An entity whose boost could not reach ``bound`` (the
+        activation a memory needs to reach the top k, or the floor) is skipped.
+        """
         cfg = self.config
         if cfg.entity_fanout == 0:
             return
         idx = self._entity_index(conn, tenant)
         if not idx.names:
             return
-        total = max(1, self._active_count(conn, tenant))
         words = {t for t in act.word_tokens(" ".join(qtok)) if len(t) >= 3}
         strength: dict[str, float] = {}
         for name, label in zip(idx.names, idx.labels, strict=True):
@@ -1092,15 +1178,21 @@ class MemoryEngine:
                 strength[name] = max(strength.get(name, 0.0), float(sims[j]))
         if not strength:
             return
+        if idx.active is None:
+            idx.active = self._active_count(conn, tenant)
+        total = max(1, idx.active)
+        weighted = []
         for name, s in strength.items():
-            df = idx.df.get(name, 1)
-            spread_weight = math.log((total + 1) / df) / math.log(total + 1) if total > 0 else 1.0
-            if spread_weight < 0.05:
-                continue
+            df = min(total, max(1, idx.df.get(name, 1)))
+            weight = math.log((total + 1) / df) / math.log(total + 1)
+            if weight >= _MIN_ENTITY_WEIGHT and 0.8 * s * weight >= bound:
+                weighted.append((s * weight, name, s, weight))
+        weighted.sort(key=lambda t: (-t[0], t[1]))
+        for _, name, s, weight in weighted[:_QUERY_ENTITIES]:
             linked = [r[0] for r in conn.execute(
                 sa.select(S.memory_entities.c.memory_id).where(
                     S.memory_entities.c.tenant == tenant, S.memory_entities.c.entity == name)
-                .limit(max(200, cfg.entity_fanout * 5)))]
+                .limit(cfg.entity_fanout * _ENTITY_POOL))]
             new = [i for i in linked if i not in rows]
             if new:
                 rows.update(self._rows(conn, tenant, new))
@@ -1115,10 +1207,10 @@ class MemoryEngine:
                     fused = act.fuse(max(0.0, cos.get(i, 0.0)), kw,
                                      keyword_weight=cfg.hybrid_keyword_weight)
                     info[i] = {"cosine": cos.get(i), "keyword": kw, "seed": None, "fused": fused}
-            linked.sort(key=lambda i: -(info[i]["seed"] or info[i].get("fused", 0.0)))
+            linked.sort(key=lambda i: (-(info[i]["seed"] or info[i].get("fused", 0.0)), i))
             for i in linked[:cfg.entity_fanout]:
-                boost = 0.8 * s * rows[i].importance * spread_weight
-                if boost > seeds.get(i, 0.0):
+                boost = 0.8 * s * rows[i].importance * weight
+                if boost > seeds.get(i, 0.0) and boost >= bound:
                     seeds[i] = boost
                     info[i]["entity"] = name
 
@@ -1129,24 +1221,25 @@ class MemoryEngine:
 
     def _score(self, conn: Any, tenant: str,
                scored: tuple[dict[str, act.Activation], dict[str, Any], dict[str, dict[str, Any]]],
-               weights: modes_mod.ModeWeights, mode_name: str, floor: float, now: datetime
-               ) -> builtins.list[Hit]:
+               weights: modes_mod.ModeWeights, mode_name: str, floor: float, now: datetime,
+               k: int | None = None, episode_k: int = 0) -> builtins.list[Hit]:
+        """Score every activated memory; build hits for the top ``k`` (all when ``None``)
+        and, after them, for the first ``episode_k`` direct episode hits (what ``recall``
+        returns), so the work past scoring does not grow with the activated set."""
         activations, rows, info = scored
-        cfg = self.config
         prelim: builtins.list[tuple[float, str, act.Activation, float]] = []
         for mid, a in activations.items():
             if a.value < floor or mid not in rows:
                 continue
-            r = rows[mid]
-            R = ret.retention(accessed_at=_dt(r.accessed_at), now=now,  # type: ignore[arg-type]
-                              importance=r.importance, stability=r.stability,
-                              half_life=cfg.retention_half_life)
-            score = modes_mod.final_score(activation=min(1.0, a.value), importance=r.importance,
-                                          retention=R, utility=r.utility, weights=weights)
+            score, R = self._final_score(rows[mid], a.value, weights, now)
             prelim.append((score, mid, a, R))
         prelim.sort(key=lambda t: (-t[0], t[1]))
         present = {mid for _, mid, _, _ in prelim}
         prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
+        if k is not None:
+            extra = [t for t in prelim[k:] if rows[t[1]].kind == "episode"
+                     and not (t[2].source and t[2].relation)][:episode_k]
+            prelim = prelim[:k] + extra
         ids = [mid for _, mid, _, _ in prelim]
         links = self._links(conn, tenant, ids)
         hits = []
