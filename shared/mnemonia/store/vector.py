@@ -73,6 +73,15 @@ class VectorIndex:
                 raise InvalidInputError(
                     f"chroma_url={url!r}: expected http(s)://host:port, e.g. http://127.0.0.1:8000"
                 )
+            import httpx
+
+            def probe() -> None:
+                # Our own short-lived probe, retried; chromadb's client is created once the
+                # server answers (a client whose construction fails leaks its connection pool).
+                with httpx.Client(timeout=5.0) as http:
+                    http.get(f"{url.rstrip('/')}/api/v2/heartbeat").raise_for_status()
+
+            self._call(probe)
             self._client = self._call(lambda: chromadb.HttpClient(
                 host=parsed.hostname or "localhost",
                 port=parsed.port or (443 if parsed.scheme == "https" else 8000),
@@ -167,19 +176,19 @@ class VectorIndex:
     def close(self) -> None:
         """Release the client (sockets of an HTTP client, files of an embedded one)."""
         self._collections.clear()
-        server = getattr(self._client, "_server", None)
+        servers = [getattr(self._client, "_server", None),
+                   getattr(getattr(self._client, "_admin_client", None), "_server", None)]
         try:
             self._client.close()
         except Exception as e:  # a dead server must not make close() fail
             log.debug("closing the Chroma client failed: %s", e)
-        # chromadb's sync HTTP client never closes its httpx session; once the shared system
-        # is released (no other client uses it) we close it so no socket is left open.
-        from chromadb.api.shared_system_client import SharedSystemClient
-
-        identifier = getattr(self._client, "_identifier", None)
-        session = getattr(server, "_session", None)
-        if session is not None and identifier not in SharedSystemClient._identifier_to_system:
-            session.close()
+        # chromadb's sync HTTP client never closes its httpx session. Every HttpClient has a
+        # system of its own (chromadb gives FastAPI clients unique identifiers), so the
+        # session is ours alone: close it so no socket is left open, even if the server died.
+        for server in servers:
+            session = getattr(server, "_session", None)
+            if self.mode == "server" and session is not None:
+                session.close()
 
     def heartbeat(self) -> int:
         return int(self._call(self._client.heartbeat))
