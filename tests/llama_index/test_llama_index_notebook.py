@@ -5,30 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "llamaindex.ipynb"
-
-
-def _text(nb: nbformat.NotebookNode) -> str:
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
-    return "\n".join(parts)
+from tests.notebooks import output_text, run_notebook
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_llamaindex_notebook_runs(tmp_path: Path) -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert errors == []
-    text = _text(nb)
+    nb = run_notebook("llamaindex.ipynb", tmp_path, timeout=600)
+    text = output_text(nb)
     assert "sentence-transformers/all-MiniLM-L6-v2" in text  # the bundled real model
     # Monday's chat engine worked like with ChatMemoryBuffer, and stored episodes.
     assert "6 messages in Monday's chat" in text

@@ -4,34 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "lifecycle.ipynb"
-
-
-def _text(nb: nbformat.NotebookNode) -> str:
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
-    return "\n".join(parts)
+from tests.notebooks import output_text, run_notebook
 
 
 @pytest.mark.integration
 @pytest.mark.slow
 def test_lifecycle_notebook_runs_and_plots(tmp_path: Path) -> None:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=900, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert errors == []
+    nb = run_notebook("lifecycle.ipynb", tmp_path, timeout=900)
     images = [o for c in nb.cells for o in c.get("outputs", [])
               if "image/png" in o.get("data", {})]
     # forgetting curves, access patterns, SM-2 schedule, eviction, consolidation, heat
     assert len(images) == 6
-    text = _text(nb)
+    text = output_text(nb)
     assert "importance 0.8, after 1 day   R = 0.286505" in text
     assert "q=5: interval 15 days, repetitions 3" in text
     assert "evicted 4:" in text
