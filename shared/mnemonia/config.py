@@ -58,15 +58,16 @@ class MnemoniaConfig:
     episode_k: int = 5
     recall_initial_candidates: int = 10
     keyword_candidates: int = 20
-    hybrid_keyword_weight: float = 0.3
+    hybrid_keyword_weight: float = 0.45
+    keyword_dates: bool = True
     initial_threshold: float = 0.1
     entity_similarity_threshold: float = 0.3
     entity_fanout: int = 20
     spread_depth: int = 2
-    spread_decay: float = 0.5
+    spread_decay: float = 1.0
     spread_frontier: int = 20
     cross_topic_penalty: float = 0.4
-    default_mode: str = "agent_memory"
+    default_mode: str = "relevance"
     min_activation: float = 0.15
     relation_types: Mapping[str, float] = field(default_factory=dict)
     # Review, gatekeeper, re-evaluation
@@ -243,6 +244,8 @@ _INT_MINIMUMS: dict[str, int] = {
     "retry_attempts": 1,
 }
 
+_BOOLS = ("keyword_dates",)
+
 
 def _range_text(lo: float, hi: float, lo_in: bool, hi_in: bool) -> str:
     left = "[" if lo_in else "("
@@ -280,6 +283,10 @@ def _validate(cfg: MnemoniaConfig) -> list[str]:
     ]
     if all(isinstance(w, int | float) and w == 0 for w in weights):
         problems.append("priority_weight_*: the four priority weights must not all be zero")
+    for name in _BOOLS:
+        v = getattr(cfg, name)
+        if not isinstance(v, bool):
+            problems.append(f"{name}={v!r}: must be true or false")
     if cfg.default_mode not in MODES:
         problems.append(f"default_mode={cfg.default_mode!r}: must be one of {', '.join(MODES)}")
     if isinstance(cfg.batch_threshold, float | int) and isinstance(cfg.immediate_threshold, float | int):

@@ -73,6 +73,8 @@ _EDGES_PER_SOURCE = 16  # strongest relations one memory spreads along per hop i
 _QUERY_ENTITIES = 4  # entities one query may activate (the strongest by s * weight)
 _MIN_ENTITY_WEIGHT = 0.05  # entities linked to nearly every memory carry no signal
 _ENTITY_POOL = 5  # linked memories read per entity: entity_fanout * this, best fused kept
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")  # not %B: that follows the locale
 
 
 def _ts(dt: datetime) -> float:
@@ -1029,7 +1031,7 @@ class MemoryEngine:
         # 2. fusion
         for mid, c in cos.items():
             r = rows[mid]
-            kw = act.keyword_overlap(qtok, act.word_tokens(self._indexed_text(r)))
+            kw = act.keyword_overlap(qtok, act.word_tokens(self._keyword_text(r)))
             fused = act.fuse(max(0.0, c), kw, keyword_weight=cfg.hybrid_keyword_weight)
             info[mid] = {"cosine": c, "keyword": kw, "seed": fused}
             if fused >= cfg.initial_threshold or floor == 0:
@@ -1143,6 +1145,16 @@ class MemoryEngine:
         speaker = json.loads(r.metadata).get("speaker") if r.metadata != "{}" else None
         return f'{speaker} said, "{r.text}"' if speaker else r.text
 
+    def _keyword_text(self, r: Any) -> str:
+        """The text a query's words are matched against in fusion: the indexed text plus,
+        with ``keyword_dates``, the memory's date (``on 7 February 2022``, UTC), so a query
+        that names a month or a year matches what was said then."""
+        text = self._indexed_text(r)
+        if not self.config.keyword_dates:
+            return text
+        when = datetime.fromtimestamp(r.created_at, tz=timezone.utc)
+        return f"{text} on {when.day} {_MONTHS[when.month - 1]} {when.year}"
+
     def _entity_seeds(self, conn: Any, col: Any, tenant: str, qvec: np.ndarray,
                       qtok: builtins.list[str], topic: str | None, rows: dict[str, Any],
                       info: dict[str, dict[str, Any]], seeds: dict[str, float],
@@ -1203,7 +1215,7 @@ class MemoryEngine:
                 cos.update({i: float(v @ qvec) for i, v in vecs.items()})
             for i in linked:
                 if i not in info:
-                    kw = act.keyword_overlap(qtok, act.word_tokens(self._indexed_text(rows[i])))
+                    kw = act.keyword_overlap(qtok, act.word_tokens(self._keyword_text(rows[i])))
                     fused = act.fuse(max(0.0, cos.get(i, 0.0)), kw,
                                      keyword_weight=cfg.hybrid_keyword_weight)
                     info[i] = {"cosine": cos.get(i), "keyword": kw, "seed": None, "fused": fused}

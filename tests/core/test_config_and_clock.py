@@ -18,8 +18,11 @@ def test_defaults_follow_the_design() -> None:
     c = MnemoniaConfig()
     assert (c.retention_half_life, c.eviction_budget, c.consolidation_threshold) == (
         86400.0, 0.05, 0.7)
+    # Recall defaults chosen on LoCoMo (README "Retrieval quality (LoCoMo)"; DESIGN sections
+    # 5 and 8 leave them to the benchmark): fusion weight 0.45, no per-hop decay, relevance.
     assert (c.hybrid_keyword_weight, c.initial_threshold, c.spread_depth, c.spread_decay) == (
-        0.3, 0.1, 2, 0.5)
+        0.45, 0.1, 2, 1.0)
+    assert (c.default_mode, c.keyword_dates, c.spread_frontier) == ("relevance", True, 20)
     assert (c.min_activation, c.default_k, c.episode_k, c.entity_fanout) == (0.15, 3, 5, 20)
 
 
