@@ -119,6 +119,8 @@ class _EntityIndex:
     df: dict[str, int]
     matrix: np.ndarray | None
     active: int | None = None  # active memories of the tenant, read once (recall's IDF)
+    # first 3+ character word of a name -> (name, all its 3+ character words), built once
+    by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
 
 
 class _StoreLock:
@@ -1017,7 +1019,8 @@ class MemoryEngine:
                 break
             n_dense *= 4
         cos.update({i: got[i] for i in visible})
-        kw_hits = self._sql.keyword_search(conn, tenant, qtok, max(cfg.keyword_candidates, k))
+        kw_hits = self._sql.keyword_search(
+            conn, tenant, qtok, cfg.keyword_candidates and max(cfg.keyword_candidates, k))
         missing = [i for i, _ in kw_hits if i not in rows]
         if missing:
             rows.update(self._rows(conn, tenant, missing))
@@ -1120,7 +1123,7 @@ class MemoryEngine:
         """
         if weights is None or now is None or entity is not None or weights.sim <= 0:
             return floor
-        scores = sorted((self._final_score(rows[m], a, weights, now)[0]
+        scores = sorted((self._final_score(rows[m], a, weights, now)
                          for m, a in seeds.items()
                          if m in rows and rows[m].consolidated_into is None), reverse=True)
         if len(scores) < k:
@@ -1128,14 +1131,18 @@ class MemoryEngine:
         return max(floor, (scores[k - 1] - (1.0 - weights.sim)) / weights.sim)
 
     def _final_score(self, r: Any, activation: float, weights: modes_mod.ModeWeights,
-                     now: datetime) -> tuple[float, float]:
-        """(final score, retention) of one memory row at ``activation``."""
-        R = ret.retention(accessed_at=_dt(r.accessed_at), now=now,  # type: ignore[arg-type]
-                          importance=r.importance, stability=r.stability,
-                          half_life=self.config.retention_half_life)
-        score = modes_mod.final_score(activation=min(1.0, activation), importance=r.importance,
-                                      retention=R, utility=r.utility, weights=weights)
-        return score, R
+                     now: datetime) -> float:
+        """The mode's final score of one memory row at ``activation``."""
+        if weights.conf == 0.0 and weights.rec == 0.0 and weights.util == 0.0:
+            return weights.sim * min(1.0, activation)  # relevance: nothing else to read
+        R = self._retention(r, now) if weights.rec > 0.0 else 0.0
+        return modes_mod.final_score(activation=min(1.0, activation), importance=r.importance,
+                                     retention=R, utility=r.utility, weights=weights)
+
+    def _retention(self, r: Any, now: datetime) -> float:
+        return ret.retention(accessed_at=_dt(r.accessed_at), now=now,  # type: ignore[arg-type]
+                             importance=r.importance, stability=r.stability,
+                             half_life=self.config.retention_half_life)
 
     def _spread_types(self) -> set[str]:
         return (set(act.RELATION_WEIGHTS) | set(self._type_weights))
@@ -1178,11 +1185,18 @@ class MemoryEngine:
         if not idx.names:
             return
         words = {t for t in act.word_tokens(" ".join(qtok)) if len(t) >= 3}
+        if idx.by_word is None:
+            by_word: dict[str, builtins.list[tuple[str, tuple[str, ...]]]] = {}
+            for name, label in zip(idx.names, idx.labels, strict=True):
+                parts = tuple(w for w in label.split() if len(w) >= 3)
+                if parts:
+                    by_word.setdefault(parts[0], []).append((name, parts))
+            idx.by_word = by_word
         strength: dict[str, float] = {}
-        for name, label in zip(idx.names, idx.labels, strict=True):
-            parts = [w for w in label.split() if len(w) >= 3]
-            if parts and all(w in words for w in parts):
-                strength[name] = _NAME_MATCH_STRENGTH
+        for word in words:  # names whose every word is in the query
+            for name, parts in idx.by_word.get(word, ()):
+                if all(w in words for w in parts):
+                    strength[name] = _NAME_MATCH_STRENGTH
         if idx.matrix is not None:
             sims = idx.matrix @ qvec
             for j in np.nonzero(sims >= cfg.entity_similarity_threshold)[0]:
@@ -1239,24 +1253,24 @@ class MemoryEngine:
         and, after them, for the first ``episode_k`` direct episode hits (what ``recall``
         returns), so the work past scoring does not grow with the activated set."""
         activations, rows, info = scored
-        prelim: builtins.list[tuple[float, str, act.Activation, float]] = []
+        prelim: builtins.list[tuple[float, str, act.Activation]] = []
         for mid, a in activations.items():
             if a.value < floor or mid not in rows:
                 continue
-            score, R = self._final_score(rows[mid], a.value, weights, now)
-            prelim.append((score, mid, a, R))
+            prelim.append((self._final_score(rows[mid], a.value, weights, now), mid, a))
         prelim.sort(key=lambda t: (-t[0], t[1]))
-        present = {mid for _, mid, _, _ in prelim}
+        present = {mid for _, mid, _ in prelim}
         prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
         if k is not None:
             extra = [t for t in prelim[k:] if rows[t[1]].kind == "episode"
                      and not (t[2].source and t[2].relation)][:episode_k]
             prelim = prelim[:k] + extra
-        ids = [mid for _, mid, _, _ in prelim]
+        ids = [mid for _, mid, _ in prelim]
         links = self._links(conn, tenant, ids)
         hits = []
-        for score, mid, a, R in prelim:
+        for score, mid, a in prelim:
             r = rows[mid]
+            R = self._retention(r, now)
             meta = info.get(mid, {})
             exp = Explanation(
                 cosine=meta.get("cosine"), keyword=meta.get("keyword"),
