@@ -165,11 +165,26 @@ def _create_fts(conn: Connection) -> None:
         )
 
 
+def _create_fts_vocab(conn: Connection) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab "
+            "USING fts5vocab(memories_fts, 'row')"
+        )
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
     (2, "keyword index", _create_fts),
+    (3, "keyword document frequencies", _create_fts_vocab),
 ]
+
+# bm25 ranking scores every memory a query word occurs in, so a word found in a large share of
+# a big store would make keyword search grow with the store. Query words are taken rarest
+# first while their total number of postings stays within this budget; the words left out
+# are the most common ones, whose idf is the smallest anyway.
+MAX_KEYWORD_POSTINGS = 2000
 
 _WORD = re.compile(r"\w+")
 
@@ -243,14 +258,41 @@ class SideStore:
                 f"DELETE FROM memories_fts WHERE memory_id IN ({marks})", tuple(chunk)
             )
 
+    def _within_budget(self, conn: Connection, words: Sequence[str], budget: int
+                       ) -> list[str]:
+        """The query words, rarest first, while their postings fit in ``budget``."""
+        marks = ",".join("?" * len(words))
+        df = dict(conn.exec_driver_sql(
+            f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})",
+            tuple(w.lower() for w in words)).fetchall())
+        kept: list[str] = []
+        total = 0
+        for w in sorted(words, key=lambda w: df.get(w.lower(), 0)):
+            n = int(df.get(w.lower(), 0))
+            if n == 0:
+                continue  # occurs nowhere: nothing to match
+            if total + n > budget:
+                break
+            kept.append(w)
+            total += n
+        return kept
+
     def keyword_search(
-        self, conn: Connection, tenant: str, tokens: Sequence[str], limit: int
+        self, conn: Connection, tenant: str, tokens: Sequence[str], limit: int,
+        max_postings: int = MAX_KEYWORD_POSTINGS,
     ) -> list[tuple[str, float]]:
-        """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank)."""
+        """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank).
+
+        On SQLite the query words are limited to a postings budget (rarest first), so the
+        cost stays bounded however large the store grows.
+        """
         words = [t for t in tokens if _WORD.fullmatch(t)]
         if not words or limit <= 0:
             return []
         if self.dialect == "sqlite":
+            words = self._within_budget(conn, words, max_postings)
+            if not words:
+                return []
             match = f"ttok:{tenant_token(tenant)} AND (" + " OR ".join(
                 f'body:"{w}"' for w in words) + ")"
             rows = conn.exec_driver_sql(
@@ -270,7 +312,7 @@ class SideStore:
                 {"q": query, "t": tenant, "n": limit},
             ).fetchall()
             return [(r[0], float(r[1])) for r in rows]
-        # Portable fallback: token containment counted in Python over the tenant's rows.
+        # Other dialects have no keyword index here: recall runs on the vectors alone.
         return []
 
     # -- kv --------------------------------------------------------------------------------
