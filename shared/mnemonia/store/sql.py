@@ -184,7 +184,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
 # a big store would make keyword search grow with the store. Query words are taken rarest
 # first while their total number of postings stays within this budget; the words left out
 # are the most common ones, whose idf is the smallest anyway.
-MAX_KEYWORD_POSTINGS = 2000
+MAX_KEYWORD_POSTINGS = 1500
 
 _WORD = re.compile(r"\w+")
 
