@@ -902,7 +902,12 @@ class MemoryEngine:
         names = [r[0] for r in rows]
         labels = [ent.entity_label(n) for n in names]
         df = {r[0]: int(r[1]) for r in rows}
-        matrix = self.embedder.embed_documents(labels) if labels else None
+        # Label vectors outlive the index (which every add drops): only new labels are embedded.
+        known: dict[str, np.ndarray] = self.__dict__.setdefault("_label_vectors", {})
+        new = [lb for lb in dict.fromkeys(labels) if lb not in known]
+        if new:
+            known.update(zip(new, self.embedder.embed_documents(new), strict=True))
+        matrix = np.stack([known[lb] for lb in labels]) if labels else None
         idx = _EntityIndex(labels=labels, names=names, df=df, matrix=matrix)
         self._entities[tenant] = idx
         return idx
@@ -1214,10 +1219,14 @@ class MemoryEngine:
             if weight >= _MIN_ENTITY_WEIGHT and 0.8 * s * weight >= bound:
                 weighted.append((s * weight, name, s, weight))
         weighted.sort(key=lambda t: (-t[0], t[1]))
+        me, m = S.memory_entities.c, S.memories.c
         for _, name, s, weight in weighted[:_QUERY_ENTITIES]:
+            # only memories important enough for their boost to reach the bound
+            least = bound / (0.8 * s * weight)
             linked = [r[0] for r in conn.execute(
-                sa.select(S.memory_entities.c.memory_id).where(
-                    S.memory_entities.c.tenant == tenant, S.memory_entities.c.entity == name)
+                sa.select(me.memory_id).select_from(
+                    S.memory_entities.join(S.memories, m.id == me.memory_id)).where(
+                    me.tenant == tenant, me.entity == name, m.importance >= least)
                 .limit(cfg.entity_fanout * _ENTITY_POOL))]
             new = [i for i in linked if i not in rows]
             if new:
