@@ -455,10 +455,11 @@ class MemoryEngine:
         ids = list(dict.fromkeys(ids))
         out: dict[str, Any] = {}
         for chunk in S.chunks(ids):
-            for r in conn.execute(sa.select(S.memories).where(
-                    S.memories.c.tenant == tenant, S.memories.c.id.in_(chunk),
-                    S.memories.c.status == "committed")):
-                out[r.id] = r
+            # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
+            # tenant index and scan the whole tenant. Tenant and status are checked here.
+            for r in conn.execute(sa.select(S.memories).where(S.memories.c.id.in_(chunk))):
+                if r.tenant == tenant and r.status == "committed":
+                    out[r.id] = r
         return out
 
     def _row(self, conn: Any, tenant: str, memory_id: Any) -> Any:
@@ -1316,16 +1317,15 @@ class MemoryEngine:
                now: datetime) -> None:
         nowts = _ts(now)
         cfg = self.config
+        m = S.memories.c
+        grown = m.stability * cfg.stability_growth
+        # One statement for every hit (executemany); the stability update is the one of
+        # scoring.retention.access (x growth, capped), done in SQL so it cannot race.
+        update = S.memories.update().where(m.id == sa.bindparam("hit_id")).values(
+            access_count=m.access_count + 1, accessed_at=nowts,
+            stability=sa.case((grown > cfg.stability_cap, cfg.stability_cap), else_=grown))
         with self._write, self._sql.begin() as conn:
-            for rank, h in enumerate(hits, start=1):
-                (stab, count), _ = ret.access(stability=h.memory.stability,
-                                              access_count=h.memory.access_count, now=now,
-                                              growth=cfg.stability_growth, cap=cfg.stability_cap)
-                conn.execute(S.memories.update().where(S.memories.c.id == h.memory.id).values(
-                    access_count=S.memories.c.access_count + 1, accessed_at=nowts,
-                    stability=sa.func.min(cfg.stability_cap,
-                                          S.memories.c.stability * cfg.stability_growth)
-                    if self._sql.dialect == "sqlite" else stab))
+            conn.execute(update, [{"hit_id": h.memory.id} for h in hits])
             conn.execute(S.access_log.insert(), [dict(
                 tenant=tenant, memory_id=h.memory.id, rank=rank, k=k, score=h.score,
                 user_id=user_id, at=nowts) for rank, h in enumerate(hits, start=1)])
