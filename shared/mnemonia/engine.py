@@ -73,6 +73,8 @@ _EDGES_PER_SOURCE = 16  # strongest relations one memory spreads along per hop i
 _QUERY_ENTITIES = 4  # entities one query may activate (the strongest by s * weight)
 _MIN_ENTITY_WEIGHT = 0.05  # entities linked to nearly every memory carry no signal
 _ENTITY_POOL = 5  # linked memories read per entity: entity_fanout * this, best fused kept
+# Every column of ``memories`` by name (PostgreSQL adds a tsvector column recall never reads).
+_MEMORY_COLUMNS = ", ".join(c.name for c in S.memories.columns)
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")  # not %B: that follows the locale
 
@@ -457,9 +459,21 @@ class MemoryEngine:
         for chunk in S.chunks(ids):
             # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
             # tenant index and scan the whole tenant. Tenant and status are checked here.
-            for r in conn.execute(sa.select(S.memories).where(S.memories.c.id.in_(chunk))):
+            for r in conn.exec_driver_sql(self._sql.sql(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories "
+                    f"WHERE id IN ({self._sql.in_marks(len(chunk))})"), tuple(chunk)):
                 if r.tenant == tenant and r.status == "committed":
                     out[r.id] = r
+        return out
+
+    def _candidate_vectors(self, conn: Any, col: Any, ids: Sequence[str]
+                           ) -> dict[str, np.ndarray]:
+        """Vectors of ``ids``: from the side-store, and from Chroma for memories stored
+        before the side-store kept vectors."""
+        out = {i: np.frombuffer(b, dtype="<f4") for i, b in self._sql.vectors_get(conn, ids).items()}
+        missing = [i for i in ids if i not in out]
+        if missing:
+            out.update(self._vectors.get_vectors(col, missing))
         return out
 
     def _row(self, conn: Any, tenant: str, memory_id: Any) -> Any:
@@ -580,6 +594,7 @@ class MemoryEngine:
                     prev = self._rows(conn, tenant, [p.id for p in old])
                     self._sql.fts_delete(conn, [p.id for p in old])
                     self._sql.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in old])
+                    self._sql.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)
                     for p in old:
                         conn.execute(S.memories.update().where(S.memories.c.id == p.id).values(
                             text=p.text, kind=p.kind, topic=p.topic,
@@ -696,6 +711,7 @@ class MemoryEngine:
                     enriched_at=None, last_reviewed_at=None, last_reevaluated_at=None,
                     heat_counter=0.0, heat_at=None, status="pending"))
             conn.execute(S.memories.insert(), rows)
+            self._sql.vectors_put(conn, [(p.id, p.vector) for p in items])
             self._sql.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in items])
             links = [dict(tenant=tenant, entity=e, memory_id=p.id)
                      for p in items for e in p.entities]
@@ -787,6 +803,7 @@ class MemoryEngine:
             conn.execute(S.memory_entities.delete().where(
                 S.memory_entities.c.memory_id.in_(chunk)))
             conn.execute(S.memories.delete().where(S.memories.c.id.in_(chunk)))
+        self._sql.vectors_delete(conn, ids)
         self._sql.fts_delete(conn, ids)
         self._entities.pop(tenant, None)
 
@@ -1033,7 +1050,7 @@ class MemoryEngine:
         need_vec = [i for i, _ in kw_hits if i not in cos and i in rows
                     and self._visible(rows[i], topic)]
         if need_vec:
-            vecs = self._vectors.get_vectors(col, need_vec)
+            vecs = self._candidate_vectors(conn, col, need_vec)
             cos.update({i: float(v @ qvec) for i, v in vecs.items()})
         info: dict[str, dict[str, Any]] = {}
         seeds: dict[str, float] = {}
@@ -1064,20 +1081,20 @@ class MemoryEngine:
             frontier = {m for m, a in level.items() if a * decay >= bound}
             if not frontier:
                 return []
-            rel = S.relations.c
             raw = []
             for chunk in S.chunks(sorted(frontier)):
-                raw += conn.execute(sa.select(rel.src, rel.dst, rel.type, rel.strength).where(
-                    rel.tenant == tenant, rel.src.in_(chunk))).fetchall()
-                # symmetric edges pointing at the frontier: the strongest few per memory
-                incoming = sa.select(
-                    rel.src, rel.dst, rel.type, rel.strength, sa.func.row_number().over(
-                        partition_by=rel.dst, order_by=(rel.strength.desc(), rel.src)
-                    ).label("n")).where(rel.tenant == tenant, rel.dst.in_(chunk),
-                                        rel.type.in_(symmetric)).subquery()
-                raw += conn.execute(sa.select(
-                    incoming.c.src, incoming.c.dst, incoming.c.type, incoming.c.strength).where(
-                    incoming.c.n <= _EDGES_PER_SOURCE)).fetchall()
+                # outgoing edges, and the strongest few symmetric edges pointing at the frontier
+                marks = self._sql.in_marks(len(chunk))
+                raw += conn.exec_driver_sql(self._sql.sql(
+                    "SELECT src, dst, type, strength FROM relations "
+                    f"WHERE tenant = ? AND src IN ({marks}) "
+                    "UNION ALL SELECT src, dst, type, strength FROM ("
+                    "SELECT src, dst, type, strength, ROW_NUMBER() OVER ("
+                    "PARTITION BY dst ORDER BY strength DESC, src) AS n FROM relations "
+                    f"WHERE tenant = ? AND dst IN ({marks}) "
+                    f"AND type IN ({self._sql.in_marks(len(symmetric))})) AS incoming "
+                    "WHERE n <= ?"),
+                    (tenant, *chunk, tenant, *chunk, *symmetric, _EDGES_PER_SOURCE)).fetchall()
             # Each frontier memory spreads along its _EDGES_PER_SOURCE strongest edges only,
             # so a hub (a memory many others link to) costs no more than any other memory.
             by_source: dict[str, builtins.list[tuple[float, str, str, Any]]] = {}
@@ -1235,7 +1252,7 @@ class MemoryEngine:
             linked = [i for i in linked if i in rows and self._visible(rows[i], topic)]
             need = [i for i in linked if i not in cos]
             if need:
-                vecs = self._vectors.get_vectors(col, need)
+                vecs = self._candidate_vectors(conn, col, need)
                 cos.update({i: float(v @ qvec) for i, v in vecs.items()})
             for i in linked:
                 if i not in info:
@@ -1300,11 +1317,13 @@ class MemoryEngine:
             return {}
         contra: dict[str, builtins.list[str]] = {}
         sup: dict[str, builtins.list[str]] = {}
+        hidden = self._sql.in_marks(len(_HIDDEN_RELATIONS))
         for chunk in S.chunks(list(ids)):
-            for r in conn.execute(sa.select(S.relations.c.src, S.relations.c.dst,
-                                            S.relations.c.type).where(
-                    S.relations.c.tenant == tenant, S.relations.c.type.in_(_HIDDEN_RELATIONS),
-                    sa.or_(S.relations.c.src.in_(chunk), S.relations.c.dst.in_(chunk)))):
+            marks = self._sql.in_marks(len(chunk))
+            for r in conn.exec_driver_sql(self._sql.sql(
+                    f"SELECT src, dst, type FROM relations WHERE tenant = ? AND type IN ({hidden}) "
+                    f"AND (src IN ({marks}) OR dst IN ({marks}))"),
+                    (tenant, *_HIDDEN_RELATIONS, *chunk, *chunk)):
                 if r.type == "contradicts":
                     contra.setdefault(r.src, []).append(r.dst)
                     contra.setdefault(r.dst, []).append(r.src)
@@ -1317,18 +1336,21 @@ class MemoryEngine:
                now: datetime) -> None:
         nowts = _ts(now)
         cfg = self.config
-        m = S.memories.c
-        grown = m.stability * cfg.stability_growth
         # One statement for every hit (executemany); the stability update is the one of
         # scoring.retention.access (x growth, capped), done in SQL so it cannot race.
-        update = S.memories.update().where(m.id == sa.bindparam("hit_id")).values(
-            access_count=m.access_count + 1, accessed_at=nowts,
-            stability=sa.case((grown > cfg.stability_cap, cfg.stability_cap), else_=grown))
+        sql = self._sql.sql
         with self._write, self._sql.begin() as conn:
-            conn.execute(update, [{"hit_id": h.memory.id} for h in hits])
-            conn.execute(S.access_log.insert(), [dict(
-                tenant=tenant, memory_id=h.memory.id, rank=rank, k=k, score=h.score,
-                user_id=user_id, at=nowts) for rank, h in enumerate(hits, start=1)])
+            conn.exec_driver_sql(sql(
+                "UPDATE memories SET access_count = access_count + 1, accessed_at = ?, "
+                "stability = CASE WHEN stability * ? > ? THEN ? ELSE stability * ? END "
+                "WHERE id = ?"),
+                [(nowts, cfg.stability_growth, cfg.stability_cap, cfg.stability_cap,
+                  cfg.stability_growth, h.memory.id) for h in hits])
+            conn.exec_driver_sql(sql(
+                "INSERT INTO access_log (tenant, memory_id, rank, k, score, user_id, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)"),
+                [(tenant, h.memory.id, rank, k, h.score, user_id, nowts)
+                 for rank, h in enumerate(hits, start=1)])
 
     # ------------------------------------------------------------------------------------
     # feedback, relations, lifecycle

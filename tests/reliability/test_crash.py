@@ -20,16 +20,18 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 WRITER = Path(__file__).with_name("_crash_writer.py")
 
 
-def _store_ids(engine: MemoryEngine, tenant: str) -> tuple[set[str], set[str], set[str]]:
+def _store_ids(engine: MemoryEngine, tenant: str
+               ) -> tuple[set[str], set[str], set[str], set[str]]:
     with engine.sql.connect() as conn:
         rows = conn.execute(sa.select(S.memories.c.id, S.memories.c.status).where(
             S.memories.c.tenant == tenant)).fetchall()
-        fts = {r[0] for r in conn.exec_driver_sql("SELECT memory_id FROM memories_fts")}
+        fts = {r[0] for r in conn.exec_driver_sql("SELECT memory_id FROM memories_kw")}
+        vectors = {r[0] for r in conn.exec_driver_sql("SELECT memory_id FROM memory_vectors")}
     col = engine.vectors.collection(tenant, model=engine.embedder.name, dimension=0,
                                     create=False)
     chroma = set(col.get(include=[])["ids"]) if col is not None else set()
     assert all(status == "committed" for _, status in rows), "a half-done write was not repaired"
-    return {r[0] for r in rows}, chroma, fts
+    return {r[0] for r in rows}, chroma, fts, vectors
 
 
 @pytest.mark.parametrize("kill_after", [1, 3, 6])
@@ -49,9 +51,10 @@ def test_sigkill_during_add_many(tmp_path: Path, kill_after: int, real_embedder)
     assert proc.returncode == -signal.SIGKILL
 
     with MemoryEngine.open(store, embedder=real_embedder) as engine:
-        sql_ids, chroma_ids, fts_ids = _store_ids(engine, "crash")
+        sql_ids, chroma_ids, fts_ids, vector_ids = _store_ids(engine, "crash")
         assert promised <= sql_ids, f"{len(promised - sql_ids)} returned memories were lost"
         assert sql_ids == chroma_ids, "a memory exists in only one store"
         assert fts_ids == sql_ids, "keyword index out of step"
+        assert vector_ids == sql_ids, "side-store vectors out of step"
         hit = engine.recall("crash test memory number 3 about topic 3", tenant="crash", k=1)
         assert hit.memories

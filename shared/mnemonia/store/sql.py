@@ -14,16 +14,18 @@ import json
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from mnemonia.errors import StoreError
 
-__all__ = ["MIGRATIONS", "SideStore", "tenant_token"]
+__all__ = ["MIGRATIONS", "SideStore", "keyword_terms", "tenant_token"]
 
 metadata = sa.MetaData()
 
@@ -130,6 +132,14 @@ kv = sa.Table(
     sa.Column("value", sa.Text, nullable=False),
 )
 
+# Each memory's vector, also kept here so recall can score keyword and entity candidates
+# without a round trip to Chroma (float32 bytes, little-endian).
+memory_vectors = sa.Table(
+    "memory_vectors", metadata,
+    sa.Column("memory_id", sa.String(64), primary_key=True),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)
+
 schema_migrations = sa.Table(
     "schema_migrations", metadata,
     sa.Column("version", sa.Integer, primary_key=True),
@@ -139,8 +149,24 @@ schema_migrations = sa.Table(
 
 
 def tenant_token(tenant: str) -> str:
-    """A single alphanumeric token for a tenant, so FTS can filter inside MATCH."""
+    """A single alphanumeric token for a tenant (17 characters: ``t`` and 16 hex digits)."""
     return "t" + hashlib.blake2b(tenant.encode(), digest_size=8).hexdigest()
+
+
+_TERM = re.compile(r"[^\W_]+")
+
+
+def keyword_terms(text: str, token: str) -> list[str]:
+    """The keyword-index terms of ``text`` for the tenant whose token is ``token``.
+
+    Words are case-folded, stripped of diacritics and split on anything that is not a letter
+    or digit; each is prefixed with the tenant token, so a term's postings list (and its
+    document frequency) belongs to one tenant alone and a search never reads another tenant's
+    postings. Indexing and search both go through here, so they always agree.
+    """
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return [token + w for w in _TERM.findall(folded)]
 
 
 def _create_core(conn: Connection) -> None:
@@ -173,11 +199,41 @@ def _create_fts_vocab(conn: Connection) -> None:
         )
 
 
+def _tenant_terms(conn: Connection) -> None:
+    """Move the keyword index to tenant-prefixed terms (see :func:`keyword_terms`).
+
+    The first index matched ``ttok:<tenant> AND (words)``, which reads the tenant's whole
+    postings list on every search (its cost grew with the tenant) and took document
+    frequencies across all tenants.
+    """
+    if conn.dialect.name != "sqlite":
+        return
+    conn.exec_driver_sql(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_kw USING fts5("
+        "body, memory_id UNINDEXED, tokenize='ascii')")
+    conn.exec_driver_sql(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_kw_vocab USING fts5vocab(memories_kw, 'row')")
+    old = conn.exec_driver_sql("SELECT body, ttok, memory_id FROM memories_fts").fetchall()
+    if old:
+        conn.exec_driver_sql(
+            "INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)",
+            [(" ".join(keyword_terms(body, ttok)), mid) for body, ttok, mid in old])
+    conn.exec_driver_sql("DROP TABLE IF EXISTS memories_fts_vocab")
+    conn.exec_driver_sql("DROP TABLE IF EXISTS memories_fts")
+
+
+def _create_vectors(conn: Connection) -> None:
+    # Stores made before this keep their vectors in Chroma only; recall reads those from Chroma.
+    metadata.create_all(conn, tables=[memory_vectors])
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
     (2, "keyword index", _create_fts),
     (3, "keyword document frequencies", _create_fts_vocab),
+    (4, "keyword index with tenant-prefixed terms", _tenant_terms),
+    (5, "vectors in the side-store", _create_vectors),
 ]
 
 # bm25 ranking scores every memory a query word occurs in, so a word found in a large share of
@@ -205,6 +261,7 @@ class SideStore:
         except Exception as e:  # bad URL or missing driver
             raise StoreError(f"cannot open SQL store {url!r}: {e}") from e
         self.dialect = self.engine.dialect.name
+        self._qmark = self.engine.dialect.paramstyle == "qmark"
         self._lock = threading.RLock()
         if self.dialect == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -238,14 +295,51 @@ class SideStore:
     def dispose(self) -> None:
         self.engine.dispose()
 
+    # -- driver SQL ----------------------------------------------------------------------
+    def sql(self, statement: str) -> str:
+        """``statement`` (written with ``?`` placeholders) in the driver's parameter style.
+
+        The recall path sends plain driver SQL: SQLAlchemy's statement building costs more
+        than SQLite's execution for these small primary-key reads.
+        """
+        return statement if self._qmark else statement.replace("?", "%s")
+
+    def in_marks(self, n: int) -> str:
+        return ",".join("?" * n)
+
+    # -- vectors ---------------------------------------------------------------------------
+    def vectors_put(self, conn: Connection, items: Sequence[tuple[str, Any]], *,
+                    replace: bool = False) -> None:
+        """Store ``(memory_id, vector)`` pairs as float32 bytes (``replace``: over old ones)."""
+        if not items:
+            return
+        if replace:
+            self.vectors_delete(conn, [i for i, _ in items])
+        conn.execute(memory_vectors.insert(), [
+            {"memory_id": i, "vector": _f32_bytes(v)} for i, v in items])
+
+    def vectors_get(self, conn: Connection, ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors (float32 bytes) of those of ``ids`` that have one."""
+        out: dict[str, bytes] = {}
+        for chunk in _chunks(list(ids), 500):
+            out.update((r[0], r[1]) for r in conn.exec_driver_sql(self.sql(
+                "SELECT memory_id, vector FROM memory_vectors "
+                f"WHERE memory_id IN ({self.in_marks(len(chunk))})"), tuple(chunk)))
+        return out
+
+    def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
+        for chunk in _chunks(list(ids), 500):
+            conn.execute(memory_vectors.delete().where(memory_vectors.c.memory_id.in_(chunk)))
+
     # -- keyword index ---------------------------------------------------------------------
     def fts_insert(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
         """Index ``(memory_id, tenant, text)`` rows."""
         if self.dialect != "sqlite" or not rows:
             return  # PostgreSQL keeps a generated tsvector column
         conn.exec_driver_sql(
-            "INSERT INTO memories_fts(body, ttok, memory_id) VALUES (?, ?, ?)",
-            [(text, tenant_token(tenant), mid) for mid, tenant, text in rows],
+            "INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)",
+            [(" ".join(keyword_terms(text, tenant_token(tenant))), mid)
+             for mid, tenant, text in rows],
         )
 
     def fts_delete(self, conn: Connection, ids: Iterable[str]) -> None:
@@ -255,25 +349,25 @@ class SideStore:
         for chunk in _chunks(ids, 500):
             marks = ",".join("?" * len(chunk))
             conn.exec_driver_sql(
-                f"DELETE FROM memories_fts WHERE memory_id IN ({marks})", tuple(chunk)
+                f"DELETE FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
             )
 
-    def _within_budget(self, conn: Connection, words: Sequence[str], budget: int
+    def _within_budget(self, conn: Connection, terms: Sequence[str], budget: int
                        ) -> list[str]:
-        """The query words, rarest first, while their postings fit in ``budget``."""
-        marks = ",".join("?" * len(words))
+        """The query terms, rarest first, while their postings fit in ``budget``."""
+        marks = ",".join("?" * len(terms))
         df = dict(conn.exec_driver_sql(
-            f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})",
-            tuple(w.lower() for w in words)).fetchall())
+            f"SELECT term, doc FROM memories_kw_vocab WHERE term IN ({marks})",
+            tuple(terms)).fetchall())
         kept: list[str] = []
         total = 0
-        for w in sorted(words, key=lambda w: df.get(w.lower(), 0)):
-            n = int(df.get(w.lower(), 0))
+        for t in sorted(terms, key=lambda t: df.get(t, 0)):
+            n = int(df.get(t, 0))
             if n == 0:
-                continue  # occurs nowhere: nothing to match
+                continue  # occurs nowhere in this tenant: nothing to match
             if total + n > budget:
                 break
-            kept.append(w)
+            kept.append(t)
             total += n
         return kept
 
@@ -283,21 +377,22 @@ class SideStore:
     ) -> list[tuple[str, float]]:
         """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank).
 
-        On SQLite the query words are limited to a postings budget (rarest first), so the
-        cost stays bounded however large the store grows.
+        On SQLite the query words are limited to a postings budget (rarest first in the
+        tenant), so the cost stays bounded however large the store grows.
         """
         words = [t for t in tokens if _WORD.fullmatch(t)]
         if not words or limit <= 0:
             return []
         if self.dialect == "sqlite":
-            words = self._within_budget(conn, words, max_postings)
-            if not words:
+            token = tenant_token(tenant)
+            terms = list(dict.fromkeys(t for w in words for t in keyword_terms(w, token)))
+            terms = self._within_budget(conn, terms, max_postings) if terms else []
+            if not terms:
                 return []
-            match = f"ttok:{tenant_token(tenant)} AND (" + " OR ".join(
-                f'body:"{w}"' for w in words) + ")"
+            match = " OR ".join(f'"{t}"' for t in terms)
             rows = conn.exec_driver_sql(
-                "SELECT memory_id, bm25(memories_fts, 1.0, 0.0) AS r FROM memories_fts "
-                "WHERE memories_fts MATCH ? ORDER BY r LIMIT ?",
+                "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
+                "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?",
                 (match, limit),
             ).fetchall()
             return [(r[0], -float(r[1])) for r in rows]
@@ -334,6 +429,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _f32_bytes(vector: Any) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

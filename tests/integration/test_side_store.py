@@ -1,0 +1,107 @@
+"""The SQL side-store on real SQLite: migrations, the tenant-scoped keyword index, vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mnemonia import MemoryEngine
+from mnemonia.store import sql as S
+
+
+def _old_store(path: Path) -> S.SideStore:
+    """A side-store as the first release left it: migrations 1-3 only."""
+    store = S.SideStore(f"sqlite:///{path}")
+    with store.engine.begin() as conn:
+        S.schema_migrations.create(conn)
+        for version, name, fn in S.MIGRATIONS[:3]:
+            fn(conn)
+            conn.execute(S.schema_migrations.insert().values(
+                version=version, name=name, applied_at=0.0))
+    return store
+
+
+def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> None:
+    store = _old_store(tmp_path / "old.sqlite3")
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO memories_fts(body, ttok, memory_id) VALUES (?, ?, ?)",
+            [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
+             ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
+             ("Café near the office", S.tenant_token("bo"), "m3")])
+    assert store.setup() == [4, 5]
+    assert store.setup() == []  # idempotent
+    with store.connect() as conn:
+        tables = {r[0] for r in conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "memories_fts" not in tables and "memories_kw" in tables
+        assert "memory_vectors" in tables
+        assert [i for i, _ in store.keyword_search(conn, "ana", ["cafe"], 5)] == ["m1"]
+        assert [i for i, _ in store.keyword_search(conn, "ana", ["café"], 5)] == ["m1"]
+        assert [i for i, _ in store.keyword_search(conn, "bo", ["CAFE"], 5)] == ["m3"]
+        assert [i for i, _ in store.keyword_search(conn, "ana", ["lisbon"], 5)] == ["m2"]
+        assert store.keyword_search(conn, "bo", ["lisbon"], 5) == []
+    store.dispose()
+
+
+def test_keyword_terms_are_per_tenant_and_fold_case_and_accents() -> None:
+    a, b = S.tenant_token("a"), S.tenant_token("b")
+    assert S.keyword_terms("Crème BRÛLÉE, x_y!", a) == [a + "creme", a + "brulee", a + "x",
+                                                        a + "y"]
+    assert set(S.keyword_terms("same words", a)).isdisjoint(S.keyword_terms("same words", b))
+
+
+def test_document_frequencies_are_per_tenant(tmp_path: Path) -> None:
+    """The postings budget counts a word's memories in the asking tenant only: a word that
+    floods another tenant does not push it out of this tenant's search."""
+    store = S.SideStore(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store.setup()
+    with store.engine.begin() as conn:
+        store.fts_insert(conn, [(f"n{i}", "noisy", f"invoice number {i}") for i in range(50)])
+        store.fts_insert(conn, [("q1", "quiet", "the invoice is paid"),
+                                ("q2", "quiet", "paid in full")])
+    with store.connect() as conn:
+        hits = store.keyword_search(conn, "quiet", ["invoice", "paid"], 5, max_postings=3)
+        assert [i for i, _ in hits] == ["q1", "q2"]
+        noisy = store.keyword_search(conn, "noisy", ["invoice"], 100, max_postings=3)
+        assert noisy == []  # 50 postings: over the budget, left out
+    store.dispose()
+
+
+def test_vectors_are_kept_in_the_side_store_and_match_chroma(engine: MemoryEngine) -> None:
+    mems = engine.add_many([{"text": "the boiler was serviced in March"},
+                            {"text": "Ana's bike has a flat tyre"}], tenant="v")
+    ids = [m.id for m in mems]
+    with engine.sql.connect() as conn:
+        stored = engine.sql.vectors_get(conn, ids)
+    col = engine.vectors.collection("v", model=engine.embedder.name, dimension=0, create=False)
+    chroma = engine.vectors.get_vectors(col, ids)
+    for i in ids:
+        np.testing.assert_allclose(np.frombuffer(stored[i], dtype="<f4"), chroma[i], rtol=1e-6)
+    # replacing a memory replaces its vector; a hard forget removes it
+    engine.add_many([{"id": ids[0], "text": "the boiler needs a new pump"}], tenant="v",
+                    replace=True)
+    with engine.sql.connect() as conn:
+        new = np.frombuffer(engine.sql.vectors_get(conn, [ids[0]])[ids[0]], dtype="<f4")
+    np.testing.assert_allclose(new, engine.embedder.embed_documents(
+        ["the boiler needs a new pump"])[0], rtol=1e-5, atol=1e-6)
+    engine.forget(ids[1], tenant="v", hard=True)
+    with engine.sql.connect() as conn:
+        assert set(engine.sql.vectors_get(conn, ids)) == {ids[0]}
+
+
+def test_recall_falls_back_to_chroma_for_memories_without_a_stored_vector(
+        engine: MemoryEngine) -> None:
+    """Stores made before the side-store kept vectors still score keyword candidates."""
+    engine.add_many([{"text": f"filler note {i} about gardening"} for i in range(30)],
+                    tenant="f")
+    target = engine.add("the zeppelin museum opens at nine", tenant="f")
+    with engine.sql.begin() as conn:
+        conn.execute(S.memory_vectors.delete())
+    res = engine.recall("zeppelin", tenant="f", k=3, touch=False)
+    assert res.ids[0] == target.id
+    assert res.memories[0].explanation.cosine == pytest.approx(
+        float(engine.embedder.embed_query("zeppelin")
+              @ engine.embedder.embed_documents([target.text])[0]), abs=1e-4)
+
