@@ -7,6 +7,7 @@ Used by ``benchmarks/speed.py`` and ``mnemonia bench``. Not a test: nothing here
 from __future__ import annotations
 
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -149,6 +150,8 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
                     ours_t.append(time.perf_counter() - t0)
         engine.close()
         client.close()
+        del col, client
+        shutil.rmtree(root, ignore_errors=True)  # both stores are temporary
         row = {
             "n": n,
             "bare_p50_ms": 1000 * statistics.median(bare_t),

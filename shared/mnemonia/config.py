@@ -58,6 +58,10 @@ class MnemoniaConfig:
     episode_k: int = 5
     recall_initial_candidates: int = 10
     keyword_candidates: int = 20
+    # Query words are searched rarest first while their matches in the tenant total at most
+    # this many: a word in more memories says little about any of them, and ranking its
+    # matches would make keyword search grow with the store.
+    keyword_postings: int = 500
     hybrid_keyword_weight: float = 0.45
     keyword_dates: bool = True
     initial_threshold: float = 0.1
@@ -232,6 +236,7 @@ _INT_MINIMUMS: dict[str, int] = {
     "episode_k": 0,
     "recall_initial_candidates": 1,
     "keyword_candidates": 0,
+    "keyword_postings": 1,
     "entity_fanout": 0,
     "spread_depth": 0,
     "spread_frontier": 1,

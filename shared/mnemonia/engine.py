@@ -74,7 +74,11 @@ _QUERY_ENTITIES = 4  # entities one query may activate (the strongest by s * wei
 _MIN_ENTITY_WEIGHT = 0.05  # entities linked to nearly every memory carry no signal
 _ENTITY_POOL = 5  # linked memories read per entity: entity_fanout * this, best fused kept
 # Every column of ``memories`` by name (PostgreSQL adds a tsvector column recall never reads).
-_MEMORY_COLUMNS = ", ".join(c.name for c in S.memories.columns)
+_MEMORY_COLUMNS = ", ".join(f"m.{c.name}" for c in S.memories.columns)
+_MEMORY_COLUMNS_EDGES = _MEMORY_COLUMNS + (
+    ", (EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.src = m.id)"
+    " OR EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.dst = m.id))"
+    " AS has_edges")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
            "September", "October", "November", "December")  # not %B: that follows the locale
 
@@ -453,15 +457,20 @@ class MemoryEngine:
             metadata=json.loads(r.metadata), embedding_model=r.embedding_model,
         )
 
-    def _rows(self, conn: Any, tenant: str, ids: Iterable[str]) -> dict[str, Any]:
+    def _rows(self, conn: Any, tenant: str, ids: Iterable[str], *, edges: bool = False
+              ) -> dict[str, Any]:
+        """Committed rows of ``ids`` in ``tenant``; with ``edges``, each row also says in
+        ``has_edges`` whether any relation starts or ends at it (so spreading reads
+        relations only for memories that have some)."""
         ids = list(dict.fromkeys(ids))
         out: dict[str, Any] = {}
+        columns = _MEMORY_COLUMNS_EDGES if edges else _MEMORY_COLUMNS
         for chunk in S.chunks(ids):
             # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
             # tenant index and scan the whole tenant. Tenant and status are checked here.
             for r in conn.exec_driver_sql(self._sql.sql(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories "
-                    f"WHERE id IN ({self._sql.in_marks(len(chunk))})"), tuple(chunk)):
+                    f"SELECT {columns} FROM memories AS m "
+                    f"WHERE m.id IN ({self._sql.in_marks(len(chunk))})"), tuple(chunk)):
                 if r.tenant == tenant and r.status == "committed":
                     out[r.id] = r
         return out
@@ -1033,20 +1042,20 @@ class MemoryEngine:
         n_dense = max(cfg.recall_initial_candidates * 2, 2 * k)
         rows: dict[str, Any] = {}
         cos: dict[str, float] = {}
+        kw_hits = self._sql.keyword_search(
+            conn, tenant, qtok, cfg.keyword_candidates and max(cfg.keyword_candidates, k),
+            max_postings=cfg.keyword_postings)
         while True:
             ids, sims = self._vectors.query(col, qvec[None, :], n_dense)
             got = dict(zip(ids[0], sims[0], strict=True))
-            rows = self._rows(conn, tenant, got)
+            # one read for the dense and the keyword candidates
+            rows.update(self._rows(conn, tenant, [i for i in (*got, *(i for i, _ in kw_hits))
+                                                  if i not in rows], edges=True))
             visible = [i for i in got if i in rows and self._visible(rows[i], topic)]
             if len(visible) >= min(n_dense // 2, k) or len(got) < n_dense:
                 break
             n_dense *= 4
         cos.update({i: got[i] for i in visible})
-        kw_hits = self._sql.keyword_search(
-            conn, tenant, qtok, cfg.keyword_candidates and max(cfg.keyword_candidates, k))
-        missing = [i for i, _ in kw_hits if i not in rows]
-        if missing:
-            rows.update(self._rows(conn, tenant, missing))
         need_vec = [i for i, _ in kw_hits if i not in cos and i in rows
                     and self._visible(rows[i], topic)]
         if need_vec:
@@ -1055,15 +1064,16 @@ class MemoryEngine:
         info: dict[str, dict[str, Any]] = {}
         seeds: dict[str, float] = {}
         # 2. fusion
+        kw_score = act.keyword_scorer(qtok)
         for mid, c in cos.items():
             r = rows[mid]
-            kw = act.keyword_overlap(qtok, act.word_tokens(self._keyword_text(r)))
+            kw = kw_score(self._keyword_text(r))
             fused = act.fuse(max(0.0, c), kw, keyword_weight=cfg.hybrid_keyword_weight)
             info[mid] = {"cosine": c, "keyword": kw, "seed": fused}
             if fused >= cfg.initial_threshold or floor == 0:
                 seeds[mid] = fused
         # 3. entities (only boosts that could reach the top k are worth reading)
-        self._entity_seeds(conn, col, tenant, qvec, qtok, topic, rows, info, seeds, cos,
+        self._entity_seeds(conn, col, tenant, qvec, qtok, kw_score, topic, rows, info, seeds, cos,
                            self._spread_bound(seeds, rows, k, floor, weights, now, entity))
         # 4. spreading: only the spread_frontier most activated memories spread per hop, each
         # along its _EDGES_PER_SOURCE strongest relations, and only where the spread value
@@ -1078,7 +1088,8 @@ class MemoryEngine:
 
         def neighbours(given: Collection[str]) -> builtins.list[act.Edge]:
             level = given if isinstance(given, Mapping) else dict.fromkeys(given, 1.0)
-            frontier = {m for m, a in level.items() if a * decay >= bound}
+            frontier = {m for m, a in level.items() if a * decay >= bound
+                        and m in rows and rows[m].has_edges}
             if not frontier:
                 return []
             raw = []
@@ -1116,7 +1127,7 @@ class MemoryEngine:
             others = {e.dst for e in edges} | {e.src for e in edges}
             new = [i for i in others if i not in rows]
             if new:
-                rows.update(self._rows(conn, tenant, new))
+                rows.update(self._rows(conn, tenant, new, edges=True))
                 topics.update({i: rows[i].topic for i in new if i in rows})
             return [act.Edge(src=e.src, dst=e.dst, type=e.type, strength=e.strength)
                     for e in edges
@@ -1186,7 +1197,8 @@ class MemoryEngine:
         return f"{text} on {when.day} {_MONTHS[when.month - 1]} {when.year}"
 
     def _entity_seeds(self, conn: Any, col: Any, tenant: str, qvec: np.ndarray,
-                      qtok: builtins.list[str], topic: str | None, rows: dict[str, Any],
+                      qtok: builtins.list[str], kw_score: Callable[[str], float],
+                      topic: str | None, rows: dict[str, Any],
                       info: dict[str, dict[str, Any]], seeds: dict[str, float],
                       cos: dict[str, float], bound: float = 0.0) -> None:
         """Step 3: entities the query names or resembles boost their memories.
@@ -1248,7 +1260,7 @@ class MemoryEngine:
                 .limit(cfg.entity_fanout * _ENTITY_POOL))]
             new = [i for i in linked if i not in rows]
             if new:
-                rows.update(self._rows(conn, tenant, new))
+                rows.update(self._rows(conn, tenant, new, edges=True))
             linked = [i for i in linked if i in rows and self._visible(rows[i], topic)]
             need = [i for i in linked if i not in cos]
             if need:
@@ -1256,7 +1268,7 @@ class MemoryEngine:
                 cos.update({i: float(v @ qvec) for i, v in vecs.items()})
             for i in linked:
                 if i not in info:
-                    kw = act.keyword_overlap(qtok, act.word_tokens(self._keyword_text(rows[i])))
+                    kw = kw_score(self._keyword_text(rows[i]))
                     fused = act.fuse(max(0.0, cos.get(i, 0.0)), kw,
                                      keyword_weight=cfg.hybrid_keyword_weight)
                     info[i] = {"cosine": cos.get(i), "keyword": kw, "seed": None, "fused": fused}

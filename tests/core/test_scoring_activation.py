@@ -63,6 +63,27 @@ def test_keyword_overlap() -> None:
     assert ac.keyword_overlap(["friday", "friday"], memory) == 1.0
 
 
+_WORDS = st.sampled_from(["leo", "lisbon", "café", "x_y", "a", "Caps", "a-b", "İstanbul", "ß",
+                          "leon", "42", "", " ", "said"])
+
+
+@PROPS
+@given(query=st.lists(_WORDS | st.text(max_size=6), max_size=6),
+       text=st.lists(_WORDS | st.text(max_size=8), max_size=12).map(" ".join))
+def test_keyword_scorer_equals_keyword_overlap_of_word_tokens(query: list[str], text: str) -> None:
+    score = ac.keyword_scorer(query)
+    assert score(text) == pytest.approx(ac.keyword_overlap(query, ac.word_tokens(text)))
+
+
+def test_keyword_scorer_whole_words_only() -> None:
+    score = ac.keyword_scorer(["leo", "lisbon"])
+    assert score("Leonard flew to LISBON") == 0.5
+    assert score("leo_x lisbonne") == 0.0
+    assert score("Leo, in Lisbon.") == 1.0
+    with pytest.raises(InvalidInputError):
+        score(3)  # type: ignore[arg-type]
+
+
 def test_fuse() -> None:
     assert ac.fuse(0.8, 0.5) == pytest.approx(0.7 * 0.8 + 0.3 * 0.5)
     assert ac.fuse(0.8, 0.5, keyword_weight=0.0) == pytest.approx(0.8)

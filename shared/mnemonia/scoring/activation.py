@@ -35,6 +35,7 @@ __all__ = [
     "Edge",
     "fuse",
     "keyword_overlap",
+    "keyword_scorer",
     "query_tokens",
     "relation_weight",
     "spread",
@@ -129,6 +130,31 @@ def keyword_overlap(query_tokens: Sequence[str], memory_tokens: Collection[str])
         return 0.0
     present = memory_tokens if isinstance(memory_tokens, (set, frozenset)) else set(memory_tokens)
     return sum(1 for t in unique if t in present) / len(unique)
+
+
+def keyword_scorer(query_tokens: Sequence[str]) -> Callable[[str], float]:
+    """Return ``f`` with ``f(text) == keyword_overlap(query_tokens, word_tokens(text))``.
+
+    For scoring many memories against one query: ``f`` finds the query's tokens in the text
+    with one compiled pattern instead of building the text's token set.
+    """
+    unique = list(dict.fromkeys(query_tokens))
+    n = len(unique)
+    words = sorted((t for t in unique if _WORD.fullmatch(t) and t == t.lower()),
+                   key=lambda t: (-len(t), t))
+    if not words:  # no token could ever be among a text's (lower-case) word tokens
+
+        def nothing(text: str) -> float:
+            require_str(text, "text")
+            return 0.0
+
+        return nothing
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, words)) + r")(?!\w)")
+
+    def score(text: str) -> float:
+        return len(set(pattern.findall(require_str(text, "text").lower()))) / n
+
+    return score
 
 
 def fuse(cosine: float, keyword: float, *, keyword_weight: float = DEFAULT_KEYWORD_WEIGHT) -> float:

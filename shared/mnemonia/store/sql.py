@@ -238,9 +238,10 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
 
 # bm25 ranking scores every memory a query word occurs in, so a word found in a large share of
 # a big store would make keyword search grow with the store. Query words are taken rarest
-# first while their total number of postings stays within this budget; the words left out
-# are the most common ones, whose idf is the smallest anyway.
-MAX_KEYWORD_POSTINGS = 1500
+# first while their total number of postings (in the asking tenant) stays within a budget
+# (``MnemoniaConfig.keyword_postings``); the words left out are the most common ones, whose
+# idf is the smallest anyway.
+MAX_KEYWORD_POSTINGS = 500
 
 _WORD = re.compile(r"\w+")
 
