@@ -30,12 +30,18 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5]
+    assert store.setup() == [4, 5, 6]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert "memories_fts" not in tables and "memories_kw" in tables
+        assert dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").fetchall()) == {
+            S.tenant_token("ana") + "lisbon": 1, S.tenant_token("ana") + "cafe": 1,
+            **{S.tenant_token(t) + w: 1 for t, ws in (("ana", ("lunch", "at", "the",
+                                                               "lisboa", "trip", "in", "may")),
+                                                      ("bo", ("cafe", "near", "the", "office")))
+               for w in ws}}
         assert "memory_vectors" in tables
         assert [i for i, _ in store.keyword_search(conn, "ana", ["cafe"], 5)] == ["m1"]
         assert [i for i, _ in store.keyword_search(conn, "ana", ["café"], 5)] == ["m1"]
@@ -67,6 +73,33 @@ def test_document_frequencies_are_per_tenant(tmp_path: Path) -> None:
         noisy = store.keyword_search(conn, "noisy", ["invoice"], 100, max_postings=3)
         assert noisy == []  # 50 postings: over the budget, left out
     store.dispose()
+
+
+def _vocab(store: S.SideStore) -> dict[str, int]:
+    """Document frequencies counted from the index itself (fts5vocab walks the postings)."""
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE VIRTUAL TABLE IF NOT EXISTS temp.v "
+                             "USING fts5vocab(main, memories_kw, 'row')")
+        counted = dict(conn.exec_driver_sql("SELECT term, doc FROM temp.v").fetchall())
+        conn.exec_driver_sql("DROP TABLE temp.v")
+    return counted
+
+
+def test_document_frequencies_follow_adds_replaces_and_forgets(engine: MemoryEngine) -> None:
+    mems = engine.add_many([{"text": f"the kettle {w} number {i}"} for i, w in
+                            enumerate(["boils", "leaks", "boils", "hums"])], tenant="df")
+    engine.add("Another tenant's kettle boils", tenant="other")
+    engine.add_many([{"id": mems[0].id, "text": "the teapot cracked"}], tenant="df",
+                    replace=True)
+    engine.forget(mems[1].id, tenant="df", hard=True)
+    engine.forget(mems[2].id, tenant="df")  # soft: still indexed
+    with engine.sql.connect() as conn:
+        kept = dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").fetchall())
+    assert kept == _vocab(engine.sql)
+    tok = S.tenant_token("df")
+    assert kept[tok + "kettle"] == 2 and kept[tok + "teapot"] == 1
+    assert tok + "leaks" not in kept  # its only memory is gone: no zero rows left behind
+    assert kept[S.tenant_token("other") + "kettle"] == 1
 
 
 def test_vectors_are_kept_in_the_side_store_and_match_chroma(engine: MemoryEngine) -> None:
