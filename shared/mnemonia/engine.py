@@ -244,7 +244,8 @@ class MemoryEngine:
                 )
             sql_url = f"sqlite:///{folder / 'mnemonia.sqlite3'}"
         try:
-            side = S.SideStore(sql_url)
+            side = S.SideStore(sql_url, attempts=cfg.retry_attempts,
+                               max_wait=cfg.retry_max_wait)
             side.setup()
             vectors = VectorIndex(
                 path=str(folder / "chroma") if chroma_url is None and folder else None,

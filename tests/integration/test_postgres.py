@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia.embeddings import HashingEmbedder
+from mnemonia.errors import StoreUnavailableError
 from tests.conftest import _free_port
 from tests.contracts.engine import EngineContract
 
@@ -32,39 +34,64 @@ def _pg_bin(name: str) -> str | None:
     return None
 
 
+class _Cluster:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 that a test can stop and start again."""
+
+    def __init__(self, initdb: str, pg_ctl: str) -> None:
+        # not under pytest's tmp folder: that one is private to root, and postgres runs as its
+        # own user
+        self.base = Path(tempfile.mkdtemp(prefix="mnemonia-pg-"))
+        self.data = self.base / "data"
+        self.port = _free_port()
+        self.pg_ctl = pg_ctl
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+            shutil.chown(self.base, "postgres")
+            os.chmod(self.base, 0o777)
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        subprocess.run([*self.prefix, initdb, "-D", str(self.data), "-A", "trust", "-U",
+                        "postgres"], check=True, capture_output=True)
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        subprocess.run([*self.prefix, self.pg_ctl, "-D", str(self.data), "-l",
+                        str(self.base / "log"), "-w", "-o",
+                        f"-p {self.port} -k {self.base} -h 127.0.0.1", "start"], check=True,
+                       capture_output=True)
+        import psycopg
+
+        plain = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        for _ in range(100):
+            try:
+                with psycopg.connect(plain, autocommit=True) as conn:
+                    conn.execute("SELECT 1")
+                return
+            except psycopg.OperationalError:
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        subprocess.run([*self.prefix, self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w",
+                        "stop"], capture_output=True)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_cluster() -> Iterator[_Cluster]:
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not initdb or not pg_ctl:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    # not under pytest's tmp folder: that one is private to root, and postgres runs as its own user
-    base = Path(tempfile.mkdtemp(prefix="mnemonia-pg-"))
-    data = base / "data"
-    port = _free_port()
-    prefix: list[str] = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        shutil.chown(base, "postgres")
-        os.chmod(base, 0o777)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*prefix, initdb, "-D", str(data), "-A", "trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(base / "log"), "-w", "-o",
-                    f"-p {port} -k {base} -h 127.0.0.1", "start"], check=True,
-                   capture_output=True)
-    import psycopg
+    cluster = _Cluster(initdb, pg_ctl)
+    cluster.start()
+    yield cluster
+    cluster.remove()
 
-    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    for _ in range(100):
-        try:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("SELECT 1")
-            break
-        except psycopg.OperationalError:
-            time.sleep(0.1)
-    yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
-    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "fast", "stop"],
-                   capture_output=True)
-    shutil.rmtree(base, ignore_errors=True)
+
+@pytest.fixture(scope="session")
+def postgres_url(pg_cluster: _Cluster) -> str:
+    return pg_cluster.url
 
 
 def _new_db(url: str) -> str:
@@ -115,3 +142,36 @@ class TestPostgres(EngineContract):
         with eng.sql.connect() as conn:
             hits = eng.sql.keyword_search(conn, "kw", ["invoice"], 5)
         assert [h[0] for h in hits] == [m.id]
+
+
+def test_postgres_outage_typed_error_nothing_half_written(
+        pg_cluster: _Cluster, chroma_server: str, clock: ManualClock) -> None:
+    """PostgreSQL stops mid-session: every call gets StoreUnavailableError after the bounded
+    retries and writes nothing anywhere; once it is back the same engine carries on."""
+    cfg = MnemoniaConfig.load(env={}, retry_attempts=3, retry_max_wait=0.2)
+    eng = MemoryEngine.open(chroma_url=chroma_server, sql_url=_new_db(pg_cluster.url),
+                            config=cfg, clock=clock, embedder=HashingEmbedder(),
+                            namespace=f"o{uuid.uuid4().hex[:12]}")
+    try:
+        kept = eng.add("kept before the outage", tenant="t")
+        before = eng.stats("t")
+        pg_cluster.stop()
+        try:
+            with pytest.raises(StoreUnavailableError, match="SQL store"):
+                eng.add_many([{"text": "lost in the outage"}, {"text": "also lost"}],
+                             tenant="t")
+            with pytest.raises(StoreUnavailableError):
+                eng.recall("kept before the outage", tenant="t")
+            with pytest.raises(StoreUnavailableError):
+                eng.feedback(kept.id, 5, tenant="t")
+        finally:
+            pg_cluster.start()
+        assert eng.stats("t") == before
+        assert [m.id for m in eng.list(tenant="t")] == [kept.id]
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        assert eng.vectors.count(col) == 1  # no vector was written for the failed add
+        assert eng.recall("kept before the outage", tenant="t", k=1).ids == [kept.id]
+        eng.add("after the outage", tenant="t")
+        assert eng.stats("t")["memories"] == 2
+    finally:
+        eng.close()

@@ -23,8 +23,15 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
-from mnemonia.errors import StoreError
+from mnemonia.errors import StoreError, StoreUnavailableError
 
 __all__ = ["MIGRATIONS", "SideStore", "keyword_terms", "tenant_token"]
 
@@ -267,8 +274,10 @@ _WORD = re.compile(r"\w+")
 class SideStore:
     """SQL half of a Mnemonia store. Thread-safe for one process (one writer at a time)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, attempts: int = 5, max_wait: float = 2.0) -> None:
         self.url = url
+        self._attempts = attempts
+        self._max_wait = max_wait
         kwargs: dict[str, Any] = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
@@ -289,7 +298,7 @@ class SideStore:
     def setup(self) -> list[int]:
         """Apply every migration not yet applied. Idempotent; returns the versions applied."""
         applied: list[int] = []
-        with self.engine.begin() as conn:
+        with self.begin() as conn:
             schema_migrations.create(conn, checkfirst=True)
             done = {r[0] for r in conn.execute(sa.select(schema_migrations.c.version))}
             for version, name, fn in MIGRATIONS:
@@ -301,14 +310,58 @@ class SideStore:
                 applied.append(version)
         return applied
 
+    # -- connections -----------------------------------------------------------------------
+    def _unavailable(self, exc: BaseException) -> bool:
+        """The database did not answer (as opposed to rejecting a statement)."""
+        if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+            return True
+        if self.dialect == "sqlite":  # a local file: only a lock held too long
+            return isinstance(exc, sa.exc.OperationalError) and "locked" in str(exc)
+        return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+
+    def _checkout(self) -> Connection:
+        """A pooled connection. Reaching a database server goes through tenacity (exponential
+        backoff with jitter, bounded); when the attempts run out: StoreUnavailableError."""
+        retrying = Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
+            retry=retry_if_exception(self._unavailable),
+            reraise=False,
+        )
+        try:
+            return retrying(self.engine.connect)
+        except RetryError as e:
+            last = e.last_attempt.exception()
+            raise StoreUnavailableError(
+                f"the SQL store ({self.engine.url.render_as_string(hide_password=True)}) did "
+                f"not answer after {self._attempts} attempts: {last}") from last
+
+    @contextmanager
+    def _session(self, transaction: bool) -> Iterator[Connection]:
+        conn = self._checkout()
+        try:
+            with conn:
+                if transaction:
+                    with conn.begin():
+                        yield conn
+                else:
+                    yield conn
+        except sa.exc.DBAPIError as e:
+            # A transaction cut off by a lost server is rolled back by the server: nothing
+            # of it is written. The caller gets a typed error.
+            if self._unavailable(e):
+                raise StoreUnavailableError(f"the SQL store stopped answering: {e.orig}") from e
+            raise
+
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        with self._lock, self.engine.begin() as conn:
+        """A connection in a transaction, committed on leaving (one writer at a time)."""
+        with self._lock, self._session(True) as conn:
             yield conn
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+        with self._session(False) as conn:
             yield conn
 
     def dispose(self) -> None:
