@@ -469,9 +469,9 @@ class MemoryEngine:
         for chunk in S.chunks(ids):
             # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
             # tenant index and scan the whole tenant. Tenant and status are checked here.
-            for r in conn.exec_driver_sql(self._sql.sql(
-                    f"SELECT {columns} FROM memories AS m "
-                    f"WHERE m.id IN ({self._sql.in_marks(len(chunk))})"), tuple(chunk)):
+            for r in self._sql.fetch(conn, f"SELECT {columns} FROM memories AS m "
+                                     f"WHERE m.id IN ({self._sql.in_marks(len(chunk))})",
+                                     chunk, named=True):
                 if r.tenant == tenant and r.status == "committed":
                     out[r.id] = r
         return out
@@ -1097,7 +1097,7 @@ class MemoryEngine:
             for chunk in S.chunks(sorted(frontier)):
                 # outgoing edges, and the strongest few symmetric edges pointing at the frontier
                 marks = self._sql.in_marks(len(chunk))
-                raw += conn.exec_driver_sql(self._sql.sql(
+                raw += self._sql.fetch(conn, (
                     "SELECT src, dst, type, strength FROM relations "
                     f"WHERE tenant = ? AND src IN ({marks}) "
                     "UNION ALL SELECT src, dst, type, strength FROM ("
@@ -1106,32 +1106,37 @@ class MemoryEngine:
                     f"WHERE tenant = ? AND dst IN ({marks}) "
                     f"AND type IN ({self._sql.in_marks(len(symmetric))})) AS incoming "
                     "WHERE n <= ?"),
-                    (tenant, *chunk, tenant, *chunk, *symmetric, _EDGES_PER_SOURCE)).fetchall()
+                    (tenant, *chunk, tenant, *chunk, *symmetric, _EDGES_PER_SOURCE))
             # Each frontier memory spreads along its _EDGES_PER_SOURCE strongest edges only,
             # so a hub (a memory many others link to) costs no more than any other memory.
-            by_source: dict[str, builtins.list[tuple[float, str, str, Any]]] = {}
-            for e in raw:
-                if e.type not in spread_types:
-                    continue
-                w = e.strength * type_weight[e.type]
-                if e.src in frontier and level[e.src] * w * decay >= bound:
-                    by_source.setdefault(e.src, []).append((-w, e.dst, e.type, e))
-                if e.dst in frontier and e.type in act.SYMMETRIC_RELATIONS \
-                        and level[e.dst] * w * decay >= bound:
-                    by_source.setdefault(e.dst, []).append((-w, e.src, e.type, e))
-            chosen: dict[tuple[str, str, str], Any] = {}
-            for out in by_source.values():
-                out.sort(key=lambda t: t[:3])
-                for *_, e in out[:_EDGES_PER_SOURCE]:
-                    chosen[(e.src, e.dst, e.type)] = e
+            by_source: dict[str, builtins.list[tuple[float, str, str, str]]] = {}
+            symmetric_types = act.SYMMETRIC_RELATIONS
+            for src, dst, rtype, strength in raw:  # (src, dst, type, strength) tuples
+                tw = type_weight.get(rtype)
+                if tw is None:
+                    continue  # not a spreading type
+                w = strength * tw
+                if src in frontier and level[src] * w * decay >= bound:
+                    by_source.setdefault(src, []).append((-w, dst, rtype, src))
+                if dst in frontier and rtype in symmetric_types \
+                        and level[dst] * w * decay >= bound:
+                    by_source.setdefault(dst, []).append((-w, src, rtype, src))
+            chosen: dict[tuple[str, str, str], act.Edge] = {}
+            strengths = {(src, dst, rtype): strength for src, dst, rtype, strength in raw}
+            for source, out in by_source.items():
+                out.sort()
+                for _, other, rtype, src in out[:_EDGES_PER_SOURCE]:
+                    key = (src, other if src == source else source, rtype)
+                    if key not in chosen:
+                        chosen[key] = act.Edge(src=key[0], dst=key[1], type=rtype,
+                                               strength=strengths[key])
             edges = list(chosen.values())
             others = {e.dst for e in edges} | {e.src for e in edges}
             new = [i for i in others if i not in rows]
             if new:
                 rows.update(self._rows(conn, tenant, new, edges=True))
                 topics.update({i: rows[i].topic for i in new if i in rows})
-            return [act.Edge(src=e.src, dst=e.dst, type=e.type, strength=e.strength)
-                    for e in edges
+            return [e for e in edges
                     if e.src in rows and e.dst in rows
                     and self._visible(rows[e.src], topic) and self._visible(rows[e.dst], topic)]
 
@@ -1333,15 +1338,20 @@ class MemoryEngine:
         hidden = self._sql.in_marks(len(_HIDDEN_RELATIONS))
         for chunk in S.chunks(list(ids)):
             marks = self._sql.in_marks(len(chunk))
-            for r in conn.exec_driver_sql(self._sql.sql(
-                    f"SELECT src, dst, type FROM relations WHERE tenant = ? AND type IN ({hidden}) "
-                    f"AND (src IN ({marks}) OR dst IN ({marks}))"),
-                    (tenant, *_HIDDEN_RELATIONS, *chunk, *chunk)):
-                if r.type == "contradicts":
-                    contra.setdefault(r.src, []).append(r.dst)
-                    contra.setdefault(r.dst, []).append(r.src)
+            # Two index searches (by source, by target); one OR of both would scan the tenant.
+            # (strength is read so that no index covers the query: SQLite would otherwise
+            # scan the tenant's primary-key range for the target side.)
+            for src, dst, rtype, _ in self._sql.fetch(conn, (
+                    "SELECT src, dst, type, strength FROM relations WHERE tenant = ? "
+                    f"AND src IN ({marks}) AND type IN ({hidden}) UNION SELECT src, dst, type, "
+                    f"strength FROM relations WHERE tenant = ? AND dst IN ({marks}) "
+                    f"AND type IN ({hidden})"),
+                    (tenant, *chunk, *_HIDDEN_RELATIONS, tenant, *chunk, *_HIDDEN_RELATIONS)):
+                if rtype == "contradicts":
+                    contra.setdefault(src, []).append(dst)
+                    contra.setdefault(dst, []).append(src)
                 else:
-                    sup.setdefault(r.src, []).append(r.dst)
+                    sup.setdefault(src, []).append(dst)
         return {i: (tuple(dict.fromkeys(contra.get(i, ()))), tuple(sup.get(i, ())))
                 for i in ids}
 

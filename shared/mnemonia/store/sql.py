@@ -9,13 +9,14 @@ Times are stored as float seconds since the epoch (UTC).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 import threading
 import time
 import unicodedata
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -290,6 +291,7 @@ class SideStore:
             raise StoreError(f"cannot open SQL store {url!r}: {e}") from e
         self.dialect = self.engine.dialect.name
         self._qmark = self.engine.dialect.paramstyle == "qmark"
+        self._dbapi_error = self.engine.dialect.loaded_dbapi.Error
         self._lock = threading.RLock()
         if self.dialect == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -312,12 +314,17 @@ class SideStore:
 
     # -- connections -----------------------------------------------------------------------
     def _unavailable(self, exc: BaseException) -> bool:
-        """The database did not answer (as opposed to rejecting a statement)."""
-        if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
-            return True
+        """The database did not answer (as opposed to rejecting a statement). ``exc`` is
+        SQLAlchemy's wrapper or the driver's own error."""
+        if isinstance(exc, sa.exc.DBAPIError):
+            if exc.connection_invalidated:
+                return True
+            exc = exc.orig if isinstance(exc.orig, BaseException) else exc
+        dbapi = self.engine.dialect.loaded_dbapi
+        kinds = (sa.exc.OperationalError, dbapi.OperationalError)
         if self.dialect == "sqlite":  # a local file: only a lock held too long
-            return isinstance(exc, sa.exc.OperationalError) and "locked" in str(exc)
-        return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+            return isinstance(exc, kinds) and "locked" in str(exc)
+        return isinstance(exc, (*kinds, sa.exc.InterfaceError, dbapi.InterfaceError))
 
     def _checkout(self) -> Connection:
         """A pooled connection. Reaching a database server goes through tenacity (exponential
@@ -379,6 +386,27 @@ class SideStore:
     def in_marks(self, n: int) -> str:
         return ",".join("?" * n)
 
+    def fetch(self, conn: Connection, statement: str, params: Sequence[Any] = (), *,
+              named: bool = False) -> list[Any]:
+        """Rows of a read (``?`` placeholders) straight from the driver's cursor: tuples, or
+        with ``named`` rows whose columns are attributes. For the recall path, where
+        SQLAlchemy's result objects cost more than the reads themselves."""
+        cur = conn.connection.cursor()
+        try:
+            cur.execute(self.sql(statement), tuple(params))
+            rows = cur.fetchall()
+            if named and rows:
+                make = _row_class(tuple(d[0] for d in cur.description))._make
+                rows = [make(r) for r in rows]
+            return rows
+        except self._dbapi_error as e:
+            if self._unavailable(e):
+                conn.invalidate()
+                raise StoreUnavailableError(f"the SQL store stopped answering: {e}") from e
+            raise StoreError(f"SQL read failed: {e}") from e
+        finally:
+            cur.close()
+
     # -- vectors ---------------------------------------------------------------------------
     def vectors_put(self, conn: Connection, items: Sequence[tuple[str, Any]], *,
                     replace: bool = False) -> None:
@@ -394,9 +422,9 @@ class SideStore:
         """The stored vectors (float32 bytes) of those of ``ids`` that have one."""
         out: dict[str, bytes] = {}
         for chunk in _chunks(list(ids), 500):
-            out.update((r[0], r[1]) for r in conn.exec_driver_sql(self.sql(
-                "SELECT memory_id, vector FROM memory_vectors "
-                f"WHERE memory_id IN ({self.in_marks(len(chunk))})"), tuple(chunk)))
+            out.update((r[0], bytes(r[1])) for r in self.fetch(
+                conn, "SELECT memory_id, vector FROM memory_vectors "
+                f"WHERE memory_id IN ({self.in_marks(len(chunk))})", chunk))
         return out
 
     def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
@@ -439,9 +467,8 @@ class SideStore:
                        ) -> list[str]:
         """The query terms, rarest first, while their postings fit in ``budget``."""
         marks = ",".join("?" * len(terms))
-        df = dict(conn.exec_driver_sql(
-            f"SELECT term, docs FROM keyword_df WHERE term IN ({marks})",
-            tuple(terms)).fetchall())
+        df = dict(self.fetch(conn, f"SELECT term, docs FROM keyword_df WHERE term IN ({marks})",
+                             terms))
         kept: list[str] = []
         total = 0
         for t in sorted(terms, key=lambda t: df.get(t, 0)):
@@ -473,11 +500,9 @@ class SideStore:
             if not terms:
                 return []
             match = " OR ".join(f'"{t}"' for t in terms)
-            rows = conn.exec_driver_sql(
-                "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
-                "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?",
-                (match, limit),
-            ).fetchall()
+            rows = self.fetch(
+                conn, "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
+                "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?", (match, limit))
             return [(r[0], -float(r[1])) for r in rows]
         if self.dialect == "postgresql":
             query = " | ".join(words)
@@ -512,6 +537,11 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+@functools.lru_cache(maxsize=64)
+def _row_class(columns: tuple[str, ...]) -> Any:
+    return namedtuple("Row", columns, rename=True)  # type: ignore[misc]  # noqa: PYI024
 
 
 def _f32_bytes(vector: Any) -> bytes:
