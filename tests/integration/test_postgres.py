@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import StoreUnavailableError
+
 from tests.conftest import _free_port
 from tests.contracts.engine import EngineContract
 

@@ -394,7 +394,7 @@ class SideStore:
         cur = conn.connection.cursor()
         try:
             cur.execute(self.sql(statement), tuple(params))
-            rows = cur.fetchall()
+            rows: list[Any] = list(cur.fetchall())
             if named and rows:
                 make = _row_class(tuple(d[0] for d in cur.description))._make
                 rows = [make(r) for r in rows]
@@ -506,15 +506,15 @@ class SideStore:
             return [(r[0], -float(r[1])) for r in rows]
         if self.dialect == "postgresql":
             query = " | ".join(words)
-            rows = conn.execute(
+            found = conn.execute(
                 sa.text(
                     "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
-                    "WHERE tenant = :t AND status = 'committed' AND tsv @@ to_tsquery('simple', :q) "
-                    "ORDER BY r DESC LIMIT :n"
+                    "WHERE tenant = :t AND status = 'committed' "
+                    "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC LIMIT :n"
                 ),
                 {"q": query, "t": tenant, "n": limit},
             ).fetchall()
-            return [(r[0], float(r[1])) for r in rows]
+            return [(r[0], float(r[1])) for r in found]
         # Other dialects have no keyword index here: recall runs on the vectors alone.
         return []
 
@@ -541,7 +541,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 @functools.lru_cache(maxsize=64)
 def _row_class(columns: tuple[str, ...]) -> Any:
-    return namedtuple("Row", columns, rename=True)  # type: ignore[misc]  # noqa: PYI024
+    return namedtuple("Row", columns, rename=True)
 
 
 def _f32_bytes(vector: Any) -> bytes:
