@@ -1109,7 +1109,7 @@ class MemoryEngine:
                     (tenant, *chunk, tenant, *chunk, *symmetric, _EDGES_PER_SOURCE))
             # Each frontier memory spreads along its _EDGES_PER_SOURCE strongest edges only,
             # so a hub (a memory many others link to) costs no more than any other memory.
-            by_source: dict[str, builtins.list[tuple[float, str, str, str]]] = {}
+            by_source: dict[str, builtins.list[tuple[float, str, str, str, float]]] = {}
             symmetric_types = act.SYMMETRIC_RELATIONS
             for src, dst, rtype, strength in raw:  # (src, dst, type, strength) tuples
                 tw = type_weight.get(rtype)
@@ -1117,19 +1117,18 @@ class MemoryEngine:
                     continue  # not a spreading type
                 w = strength * tw
                 if src in frontier and level[src] * w * decay >= bound:
-                    by_source.setdefault(src, []).append((-w, dst, rtype, src))
+                    by_source.setdefault(src, []).append((-w, dst, rtype, src, strength))
                 if dst in frontier and rtype in symmetric_types \
                         and level[dst] * w * decay >= bound:
-                    by_source.setdefault(dst, []).append((-w, src, rtype, src))
+                    by_source.setdefault(dst, []).append((-w, src, rtype, src, strength))
             chosen: dict[tuple[str, str, str], act.Edge] = {}
-            strengths = {(src, dst, rtype): strength for src, dst, rtype, strength in raw}
             for source, out in by_source.items():
                 out.sort()
-                for _, other, rtype, src in out[:_EDGES_PER_SOURCE]:
-                    key = (src, other if src == source else source, rtype)
-                    if key not in chosen:
-                        chosen[key] = act.Edge(src=key[0], dst=key[1], type=rtype,
-                                               strength=strengths[key])
+                for _, other, rtype, src, strength in out[:_EDGES_PER_SOURCE]:
+                    dst = other if src == source else source
+                    if (src, dst, rtype) not in chosen:
+                        chosen[(src, dst, rtype)] = act.Edge(src=src, dst=dst, type=rtype,
+                                                             strength=strength)
             edges = list(chosen.values())
             others = {e.dst for e in edges} | {e.src for e in edges}
             new = [i for i in others if i not in rows]

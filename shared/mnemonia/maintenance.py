@@ -738,7 +738,8 @@ def _enrich_ids(engine: MemoryEngine, tenant: str, ids: Sequence[str]) -> int:
     m = S.memories
     added = 0
     for chunk in _chunks(list(ids), 256):
-        vectors = engine.vectors.get_vectors(col, chunk)
+        with engine.sql.connect() as conn:
+            vectors = engine._candidate_vectors(conn, col, chunk)
         order = [i for i in chunk if i in vectors]
         if not order:
             continue

@@ -449,7 +449,7 @@ class SideStore:
         if self.dialect != "sqlite" or not ids:
             return
         for chunk in _chunks(ids, 500):
-            marks = ",".join("?" * len(chunk))
+            marks = self.in_marks(len(chunk))
             bodies = conn.exec_driver_sql(
                 f"SELECT body FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
             ).fetchall()
@@ -466,9 +466,9 @@ class SideStore:
     def _within_budget(self, conn: Connection, terms: Sequence[str], budget: int
                        ) -> list[str]:
         """The query terms, rarest first, while their postings fit in ``budget``."""
-        marks = ",".join("?" * len(terms))
-        df = dict(self.fetch(conn, f"SELECT term, docs FROM keyword_df WHERE term IN ({marks})",
-                             terms))
+        df = dict(self.fetch(
+            conn, f"SELECT term, docs FROM keyword_df WHERE term IN ({self.in_marks(len(terms))})",
+            terms))
         kept: list[str] = []
         total = 0
         for t in sorted(terms, key=lambda t: df.get(t, 0)):
