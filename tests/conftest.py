@@ -118,3 +118,11 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--regen-golden", action="store_true", default=False,
+        help="rewrite tests/golden/reference.json from the current code instead of comparing "
+             "with it (only for an intended behaviour change; give the reason in the commit "
+             "message)")
