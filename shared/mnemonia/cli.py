@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -18,7 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mnemonia.errors import MnemoniaError
+from mnemonia.errors import InvalidInputError, MnemoniaError
+from mnemonia.validation import tenant as check_tenant
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Mnemonia: long-term memory for LLM applications.")
@@ -165,11 +167,9 @@ def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|r
              = "all", path: PathOpt = Path("memory"),
              tenant: Annotated[str | None, typer.Option()] = None) -> None:
     """Run maintenance jobs, with a progress bar."""
-    from mnemonia import maintenance
-
     try:
         with _open(path) as engine:
-            maintenance.run_cli(engine, job=job, tenant=tenant, console=console)
+            run_maintenance(engine, job=job, tenant=tenant, console=console)
     except MnemoniaError as e:
         _fail(e)
 
@@ -197,13 +197,121 @@ def import_cmd(src: Path, path: PathOpt = Path("memory"), reembed: bool = False)
     console.print(f"imported {n} memories")
 
 
+_CLI_JOBS = ("evict", "consolidate", "review", "reevaluate", "enrich", "all")
+
+
+def _int_fields(data: Mapping[str, Any]) -> dict[str, int]:
+    return {k: v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def run_maintenance(engine: Any, job: str = "all", *, tenant: str | None = None,
+            progress: bool = True, console: Any = None) -> dict[str, Any]:
+    """What ``mnemonia maintain [JOB] [--tenant T]`` runs: the job(s) with a rich progress
+    bar (one step per tenant and job), then a summary table (one row per tenant, one column
+    per count); returns the reports as a dict.
+
+    Args:
+        engine: The engine.
+        job: ``evict`` (an explicit run: the full budget), ``consolidate``, ``review``,
+            ``reevaluate``, ``enrich`` or ``all`` (:func:`maintain`: automatic eviction only
+            over ``max_memories``).
+        tenant: One tenant, or ``None`` for every tenant.
+        progress: Show the progress bar and the table (on ``console``).
+        console: A ``rich.console.Console`` to print to (default: a new one on stdout).
+
+    Returns:
+        ``{"job": job, "counts": {...}, "reports": {...}}``: the totals, and the full
+        JSON-safe reports (per tenant; for ``all`` the :class:`MaintenanceReport`). The
+        reports may be long (e.g. every evicted id); print ``counts`` for a summary.
+
+    Raises:
+        InvalidInputError: An unknown job or a bad tenant name.
+    """
+    if job not in _CLI_JOBS:
+        raise InvalidInputError(f"job={job!r}: must be one of {', '.join(_CLI_JOBS)}")
+    if tenant is not None:
+        tenant = check_tenant(tenant)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    out = console if console is not None else Console()
+    tenants = [tenant] if tenant is not None else engine.tenants()
+    per_tenant = {"all": 4, "reevaluate": 0}.get(job, 1)
+    total = len(tenants) * per_tenant + (1 if job in ("all", "reevaluate") else 0)
+    bar = Progress(TextColumn("[bold]maintain[/] {task.description}"), BarColumn(),
+                   MofNCompleteColumn(), TimeElapsedColumn(), console=out,
+                   disable=not progress, transient=False)
+    result: dict[str, Any] = {"job": job, "counts": {}, "reports": {}}
+    per_row: dict[str, dict[str, int]] = {}  # table rows: tenant (or "all tenants") -> counts
+    with bar:
+        task = bar.add_task(job, total=max(1, total))
+
+        def step(name: str, t: str | None) -> None:
+            bar.update(task, advance=1, description=f"{name} {t or ''}".strip())
+
+        if job == "all":
+            report = engine.maintain(tenant, on_step=step)
+            result["reports"] = report.as_dict()
+            result["counts"] = report.counts
+            for tm in report.tenants:
+                per_row[tm.tenant] = {
+                    "enriched": tm.enrichment.enriched, "evicted": tm.eviction.evicted,
+                    "concepts": tm.consolidation.concepts_created,
+                    "consolidated": tm.consolidation.members_consolidated,
+                    "reviewed": tm.review.reviewed}
+            per_row["re-evaluation (all tenants)"] = {
+                "scanned": report.reevaluation.scanned,
+                "promoted": report.reevaluation.promoted}
+        elif job == "reevaluate":
+            rep = engine.reevaluate()
+            step("reevaluate", None)
+            data = rep.as_dict()
+            result["reports"]["reevaluate"] = data
+            result["counts"] = _int_fields(data)
+            per_row["all tenants"] = result["counts"]
+        else:
+            fn = getattr(engine, job)  # evict (an explicit run), consolidate, review, enrich
+            totals: dict[str, int] = {}
+            for t in tenants:
+                data = fn(tenant=t).as_dict()
+                step(job, t)
+                result["reports"][t] = data
+                per_row[t] = _int_fields(data)
+                for k, v in per_row[t].items():
+                    totals[k] = totals.get(k, 0) + v
+            result["counts"] = totals
+        bar.update(task, completed=max(1, total))
+    if progress:
+        columns = list(dict.fromkeys(k for counts in per_row.values() for k in counts))
+        table = Table(title=f"mnemonia maintain {job}")
+        table.add_column("tenant")
+        for c in columns:
+            table.add_column(c, justify="right")
+        for name, counts in per_row.items():
+            table.add_row(name, *(str(counts[c]) if c in counts else "" for c in columns))
+        if not per_row:
+            table.caption = "no tenants"
+        out.print(table)
+    return result
+
+
+run_cli = run_maintenance  # the name it had in mnemonia.maintenance
+
+
 @app.command()
 def bench(n: Annotated[int, typer.Option(help="memories to ingest")] = 2000,
           queries: int = 100) -> None:
-    """A quick speed comparison against bare Chroma kNN (see benchmarks/speed.py)."""
-    from mnemonia.bench import run_speed
+    """A quick speed comparison against bare Chroma kNN (benchmarks/speed.py of a checkout)."""
+    import importlib.util
 
-    run_speed([n], queries=queries, console=console)
+    harness = Path(__file__).resolve().parents[2] / "benchmarks" / "speed_harness.py"
+    if not harness.exists():
+        _fail(InvalidInputError(
+            f"the speed harness ships with the source checkout ({harness} is missing): clone "
+            "the repository and run `python benchmarks/speed.py`"))
+    spec = importlib.util.spec_from_file_location("mnemonia_speed_harness", harness)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    module.run_speed([n], queries=queries, console=console)
 
 
 @app.command()

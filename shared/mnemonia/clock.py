@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from mnemonia.errors import InvalidInputError, NaiveDatetimeError
 
-__all__ = ["Clock", "ManualClock", "SystemClock", "ensure_aware"]
+__all__ = ["Clock", "ManualClock", "SystemClock", "ensure_aware", "from_ts", "to_ts"]
 
 
 def ensure_aware(value: datetime, name: str = "datetime") -> datetime:
@@ -20,6 +20,16 @@ def ensure_aware(value: datetime, name: str = "datetime") -> datetime:
             f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
         )
     return value.astimezone(UTC)
+
+
+def to_ts(dt: datetime) -> float:
+    """Epoch seconds of an aware datetime (how the side-store keeps times)."""
+    return dt.timestamp()
+
+
+def from_ts(ts: float) -> datetime:
+    """The UTC datetime of epoch seconds ``ts``."""
+    return datetime.fromtimestamp(ts, tz=UTC)
 
 
 @runtime_checkable

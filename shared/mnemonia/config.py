@@ -18,13 +18,62 @@ from pathlib import Path
 from typing import Any
 
 from mnemonia.errors import InvalidConfigError
+from mnemonia.scoring import activation as act
+from mnemonia.scoring import consolidation as cons
+from mnemonia.scoring import modes as _modes
+from mnemonia.scoring import priority as prio
+from mnemonia.scoring import reevaluation as reeval
+from mnemonia.scoring import retention as ret
 
 __all__ = ["ENV_PREFIX", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
 
 ENV_PREFIX = "MNEMONIA_"
 MAX_TEXT_CHARS = 16_000
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
-MODES = ("agent_memory", "general", "belief", "procedural", "relevance")
+MODES: tuple[str, ...] = tuple(_modes.MODES)
+"""Names of the score blends (:data:`mnemonia.scoring.modes.MODES`)."""
+# Defaults, one named constant each; where the seed fixes a value, it comes from the pure
+# scoring core, so the two cannot drift apart. The others were chosen on LoCoMo (README).
+DEFAULT_RETENTION_HALF_LIFE: float = ret.DEFAULT_HALF_LIFE  # 86_400.0
+DEFAULT_STABILITY_GROWTH: float = ret.STABILITY_GROWTH  # 1.5
+DEFAULT_STABILITY_CAP: float = ret.STABILITY_CAP  # 100.0
+DEFAULT_PRIORITY_WEIGHT_IMPORTANCE: float = prio.DEFAULT_WEIGHTS.importance  # 0.4
+DEFAULT_PRIORITY_WEIGHT_RECENCY: float = prio.DEFAULT_WEIGHTS.recency  # 0.3
+DEFAULT_PRIORITY_WEIGHT_ACCESS: float = prio.DEFAULT_WEIGHTS.access  # 0.2
+DEFAULT_PRIORITY_WEIGHT_RETENTION: float = prio.DEFAULT_WEIGHTS.retention  # 0.1
+DEFAULT_EVICTION_BUDGET: float = prio.DEFAULT_EVICTION_BUDGET  # 0.05
+DEFAULT_MAX_MEMORIES: int | None = None
+DEFAULT_CONSOLIDATION_THRESHOLD: float = cons.DEFAULT_THRESHOLD  # 0.7
+DEFAULT_CONSOLIDATION_MIN_GROUP: int = cons.DEFAULT_MIN_GROUP  # 2
+DEFAULT_DEFAULT_K: int = 3
+DEFAULT_EPISODE_K: int = 5
+DEFAULT_RECALL_INITIAL_CANDIDATES: int = 10
+DEFAULT_KEYWORD_CANDIDATES: int = 20
+DEFAULT_KEYWORD_POSTINGS: int = 500
+DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.45
+DEFAULT_KEYWORD_DATES: bool = True
+DEFAULT_INITIAL_THRESHOLD: float = 0.1
+DEFAULT_ENTITY_SIMILARITY_THRESHOLD: float = 0.3
+DEFAULT_ENTITY_FANOUT: int = 20
+DEFAULT_SPREAD_DEPTH: int = act.DEFAULT_DEPTH  # 2
+DEFAULT_SPREAD_DECAY: float = 1.0
+DEFAULT_SPREAD_FRONTIER: int = 20
+DEFAULT_CROSS_TOPIC_PENALTY: float = act.DEFAULT_CROSS_TOPIC_PENALTY  # 0.4
+DEFAULT_DEFAULT_MODE: str = "relevance"
+DEFAULT_MIN_ACTIVATION: float = 0.15
+DEFAULT_REVIEW_BATCH: int = 50
+DEFAULT_IMMEDIATE_THRESHOLD: float = reeval.DEFAULT_IMMEDIATE_THRESHOLD  # 0.7
+DEFAULT_BATCH_THRESHOLD: float = reeval.DEFAULT_BATCH_THRESHOLD  # 0.35
+DEFAULT_RELATED_THRESHOLD: float = 0.6
+DEFAULT_SNAPSHOT_SIZE: int = 10
+DEFAULT_REEVALUATION_INTERVAL: float = 600.0
+DEFAULT_REEVALUATION_COOLDOWN: float = reeval.DEFAULT_COOLDOWN.total_seconds()  # 300.0
+DEFAULT_REEVALUATION_PER_TENANT_CAP: int = reeval.DEFAULT_PER_TENANT_CAP  # 100
+DEFAULT_INTELLIGENCE_DISABLED_TENANTS: tuple[str, ...] = ()
+DEFAULT_EMBED_BATCH_SIZE: int = 64
+DEFAULT_QUERY_CACHE_SIZE: int = 1024
+DEFAULT_RETRY_ATTEMPTS: int = 5
+DEFAULT_RETRY_MAX_WAIT: float = 2.0
 
 
 def _unit(lo_open: bool = False) -> tuple[float, float, bool]:
@@ -41,55 +90,55 @@ class MnemoniaConfig:
     """
 
     # Forgetting curve and priority
-    retention_half_life: float = 86_400.0
-    stability_growth: float = 1.5
-    stability_cap: float = 100.0
-    priority_weight_importance: float = 0.4
-    priority_weight_recency: float = 0.3
-    priority_weight_access: float = 0.2
-    priority_weight_retention: float = 0.1
+    retention_half_life: float = DEFAULT_RETENTION_HALF_LIFE
+    stability_growth: float = DEFAULT_STABILITY_GROWTH
+    stability_cap: float = DEFAULT_STABILITY_CAP
+    priority_weight_importance: float = DEFAULT_PRIORITY_WEIGHT_IMPORTANCE
+    priority_weight_recency: float = DEFAULT_PRIORITY_WEIGHT_RECENCY
+    priority_weight_access: float = DEFAULT_PRIORITY_WEIGHT_ACCESS
+    priority_weight_retention: float = DEFAULT_PRIORITY_WEIGHT_RETENTION
     # Eviction and consolidation
-    eviction_budget: float = 0.05
-    max_memories: int | None = None
-    consolidation_threshold: float = 0.7
-    consolidation_min_group: int = 2
+    eviction_budget: float = DEFAULT_EVICTION_BUDGET
+    max_memories: int | None = DEFAULT_MAX_MEMORIES
+    consolidation_threshold: float = DEFAULT_CONSOLIDATION_THRESHOLD
+    consolidation_min_group: int = DEFAULT_CONSOLIDATION_MIN_GROUP
     # Recall
-    default_k: int = 3
-    episode_k: int = 5
-    recall_initial_candidates: int = 10
-    keyword_candidates: int = 20
+    default_k: int = DEFAULT_DEFAULT_K
+    episode_k: int = DEFAULT_EPISODE_K
+    recall_initial_candidates: int = DEFAULT_RECALL_INITIAL_CANDIDATES
+    keyword_candidates: int = DEFAULT_KEYWORD_CANDIDATES
     # Query words are searched rarest first while their matches in the tenant total at most
     # this many: a word in more memories says little about any of them, and ranking its
     # matches would make keyword search grow with the store.
-    keyword_postings: int = 500
-    hybrid_keyword_weight: float = 0.45
-    keyword_dates: bool = True
-    initial_threshold: float = 0.1
-    entity_similarity_threshold: float = 0.3
-    entity_fanout: int = 20
-    spread_depth: int = 2
-    spread_decay: float = 1.0
-    spread_frontier: int = 20
-    cross_topic_penalty: float = 0.4
-    default_mode: str = "relevance"
-    min_activation: float = 0.15
+    keyword_postings: int = DEFAULT_KEYWORD_POSTINGS
+    hybrid_keyword_weight: float = DEFAULT_HYBRID_KEYWORD_WEIGHT
+    keyword_dates: bool = DEFAULT_KEYWORD_DATES
+    initial_threshold: float = DEFAULT_INITIAL_THRESHOLD
+    entity_similarity_threshold: float = DEFAULT_ENTITY_SIMILARITY_THRESHOLD
+    entity_fanout: int = DEFAULT_ENTITY_FANOUT
+    spread_depth: int = DEFAULT_SPREAD_DEPTH
+    spread_decay: float = DEFAULT_SPREAD_DECAY
+    spread_frontier: int = DEFAULT_SPREAD_FRONTIER
+    cross_topic_penalty: float = DEFAULT_CROSS_TOPIC_PENALTY
+    default_mode: str = DEFAULT_DEFAULT_MODE
+    min_activation: float = DEFAULT_MIN_ACTIVATION
     relation_types: Mapping[str, float] = field(default_factory=dict)
     # Review, gatekeeper, re-evaluation
-    review_batch: int = 50
-    immediate_threshold: float = 0.7
-    batch_threshold: float = 0.35
-    related_threshold: float = 0.6
-    snapshot_size: int = 10
-    reevaluation_interval: float = 600.0
-    reevaluation_cooldown: float = 300.0
-    reevaluation_per_tenant_cap: int = 100
-    intelligence_disabled_tenants: tuple[str, ...] = ()
+    review_batch: int = DEFAULT_REVIEW_BATCH
+    immediate_threshold: float = DEFAULT_IMMEDIATE_THRESHOLD
+    batch_threshold: float = DEFAULT_BATCH_THRESHOLD
+    related_threshold: float = DEFAULT_RELATED_THRESHOLD
+    snapshot_size: int = DEFAULT_SNAPSHOT_SIZE
+    reevaluation_interval: float = DEFAULT_REEVALUATION_INTERVAL
+    reevaluation_cooldown: float = DEFAULT_REEVALUATION_COOLDOWN
+    reevaluation_per_tenant_cap: int = DEFAULT_REEVALUATION_PER_TENANT_CAP
+    intelligence_disabled_tenants: tuple[str, ...] = DEFAULT_INTELLIGENCE_DISABLED_TENANTS
     # Embeddings, storage, network
     max_text_chars: int = MAX_TEXT_CHARS
-    embed_batch_size: int = 64
-    query_cache_size: int = 1024
-    retry_attempts: int = 5
-    retry_max_wait: float = 2.0
+    embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE
+    query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE
+    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
+    retry_max_wait: float = DEFAULT_RETRY_MAX_WAIT
 
     def __post_init__(self) -> None:
         problems = _validate(self)
@@ -143,10 +192,9 @@ class MnemoniaConfig:
         coerced = dict(values)
         if "relation_types" in coerced and isinstance(coerced["relation_types"], Mapping):
             coerced["relation_types"] = dict(coerced["relation_types"])
-        if "intelligence_disabled_tenants" in coerced and isinstance(
-            coerced["intelligence_disabled_tenants"], list
-        ):
-            coerced["intelligence_disabled_tenants"] = tuple(coerced["intelligence_disabled_tenants"])
+        disabled = coerced.get("intelligence_disabled_tenants")
+        if isinstance(disabled, list):
+            coerced["intelligence_disabled_tenants"] = tuple(disabled)
         return cls(**coerced)
 
     @staticmethod
@@ -182,7 +230,11 @@ class MnemoniaConfig:
 
 
 def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
-    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    else:
+        factory: Any = f.default_factory
+        default = factory()
     text = raw.strip()
     if name == "max_memories":
         return None if text.lower() in ("", "none", "null") else int(text)
@@ -294,12 +346,13 @@ def _validate(cfg: MnemoniaConfig) -> list[str]:
             problems.append(f"{name}={v!r}: must be true or false")
     if cfg.default_mode not in MODES:
         problems.append(f"default_mode={cfg.default_mode!r}: must be one of {', '.join(MODES)}")
-    if isinstance(cfg.batch_threshold, float | int) and isinstance(cfg.immediate_threshold, float | int):
-        if cfg.batch_threshold > cfg.immediate_threshold:
-            problems.append(
-                f"batch_threshold={cfg.batch_threshold!r}: must not exceed "
-                f"immediate_threshold={cfg.immediate_threshold!r}"
-            )
+    if isinstance(cfg.batch_threshold, float | int) \
+            and isinstance(cfg.immediate_threshold, float | int) \
+            and cfg.batch_threshold > cfg.immediate_threshold:
+        problems.append(
+            f"batch_threshold={cfg.batch_threshold!r}: must not exceed "
+            f"immediate_threshold={cfg.immediate_threshold!r}"
+        )
     if not isinstance(cfg.relation_types, Mapping):
         problems.append(f"relation_types={cfg.relation_types!r}: must be a mapping name -> weight")
     else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from mnemonia.errors import MissingDependencyError, MnemoniaError
+from mnemonia.scoring.activation import words
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -52,7 +52,8 @@ def _normalise(rows: Any) -> np.ndarray:
         arr = arr[None, :]
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return arr / norms
+    out: np.ndarray = arr / norms
+    return out
 
 
 class SentenceTransformerEmbedder:
@@ -100,7 +101,8 @@ class SentenceTransformerEmbedder:
     @property
     def dimension(self) -> int:
         model = self._load()
-        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        getter = (getattr(model, "get_embedding_dimension", None)
+                  or model.get_sentence_embedding_dimension)
         return int(getter())
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -113,13 +115,13 @@ class SentenceTransformerEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        first: np.ndarray = self.embed_documents([text])[0]
+        return first
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(name={self.name!r})"
 
 
-_TOKEN = re.compile(r"\w+")
 
 
 class HashingEmbedder:
@@ -142,7 +144,7 @@ class HashingEmbedder:
 
     def _features(self, text: str) -> dict[int, float]:
         feats: dict[int, float] = {}
-        for word in _TOKEN.findall(text.lower()):
+        for word in words(text):
             keys = [f"w:{word}"]
             padded = f"#{word}#"
             keys += [f"c:{padded[i:i + 3]}" for i in range(max(1, len(padded) - 2))]
@@ -161,7 +163,8 @@ class HashingEmbedder:
         return _normalise(out) if len(texts) else out
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        first: np.ndarray = self.embed_documents([text])[0]
+        return first
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dimension={self._dim})"
@@ -205,7 +208,8 @@ class CallableEmbedder:
         return _normalise(self._docs(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return _normalise(self._query(text))[0]
+        first: np.ndarray = _normalise(self._query(text))[0]
+        return first
 
     def __repr__(self) -> str:
         return f"CallableEmbedder(name={self.name!r})"

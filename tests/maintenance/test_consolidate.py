@@ -184,13 +184,13 @@ def test_an_interrupted_run_is_finished_without_a_duplicate(engine: MemoryEngine
     ids = _add_team(engine)
     # what a crash between writing the concept and marking its members leaves behind
     with engine.sql.connect() as conn:
-        rows = engine._rows(conn, "t", ids[:3])
-    engine.add_many([mt._concept_item(engine, "t", ids[:3], rows, None)], tenant="t")
+        rows = engine.sql.rows(conn, "t", ids[:3])
+    engine.add_many([mt.concept_item(engine.runtime, "t", ids[:3], rows, None)], tenant="t")
     report = engine.consolidate(tenant="t")
     assert report.concepts_created == 0 and report.members_consolidated == 3
     assert engine.stats("t")["by_kind"]["concept"] == 1
     cid = engine.get(ids[0], tenant="t").consolidated_into
-    assert cid == mt._concept_id("t", ids[:3])
+    assert cid == mt.concept_id("t", ids[:3])
 
 
 def test_tenants_are_consolidated_separately(engine: MemoryEngine) -> None:
@@ -202,7 +202,7 @@ def test_tenants_are_consolidated_separately(engine: MemoryEngine) -> None:
 
 @pytest.mark.parametrize("threshold", [0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
 def test_lsh_banding_keeps_pairs_at_the_threshold(threshold: float) -> None:
-    bands, rows = mt._lsh_params(threshold)
+    bands, rows = mt.lsh_params(threshold)
     assert bands * rows <= mt.MINHASH_PERMUTATIONS
     assert 1 - (1 - threshold ** rows) ** bands >= mt.LSH_RECALL_AT_THRESHOLD
 

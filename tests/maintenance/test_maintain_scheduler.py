@@ -12,6 +12,7 @@ import pytest
 from maint_helpers import log_access, row, set_rows
 from mnemonia import ManualClock, MemoryEngine
 from mnemonia import maintenance as mt
+from mnemonia.cli import run_maintenance
 from mnemonia.errors import InvalidInputError
 
 
@@ -141,7 +142,7 @@ def test_run_cli_all_with_progress_and_table(engine: MemoryEngine) -> None:
 
     _store(engine)
     buf = io.StringIO()
-    result = mt.run_cli(engine, "all", progress=True,
+    result = run_maintenance(engine, "all", progress=True,
                         console=Console(file=buf, width=120, force_terminal=False))
     assert result["job"] == "all" and result["counts"]["concepts_created"] == 1
     out = buf.getvalue()
@@ -156,7 +157,7 @@ def test_run_cli_all_with_progress_and_table(engine: MemoryEngine) -> None:
 @pytest.mark.parametrize("job", ["evict", "consolidate", "review", "enrich", "reevaluate"])
 def test_run_cli_single_jobs(engine: MemoryEngine, job: str) -> None:
     _store(engine)
-    result = mt.run_cli(engine, job, tenant="t", progress=False)
+    result = run_maintenance(engine, job, tenant="t", progress=False)
     key = "reevaluate" if job == "reevaluate" else "t"
     assert result["job"] == job and key in result["reports"]
     if job == "evict":
@@ -167,13 +168,14 @@ def test_run_cli_single_jobs(engine: MemoryEngine, job: str) -> None:
 
 def test_run_cli_rejects_unknown_jobs(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidInputError, match="job"):
-        mt.run_cli(engine, "defrag", progress=False)
+        run_maintenance(engine, "defrag", progress=False)
 
 
 def test_docstring_examples_run() -> None:
     import doctest
 
-    tests = [t for t in doctest.DocTestFinder().find(mt) if t.examples]
+    tests = [t for module in (mt, mt.scheduler) for t in doctest.DocTestFinder().find(module)
+             if t.examples]
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for t in tests:
         runner.run(t)

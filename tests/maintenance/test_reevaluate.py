@@ -12,6 +12,7 @@ import pytest
 from maint_helpers import events, log_access, row, set_rows
 from mnemonia import ManualClock, MemoryEngine
 from mnemonia import maintenance as mt
+from mnemonia.clock import from_ts
 from mnemonia.scoring import reevaluation as reeval
 
 LN21 = math.log(21)
@@ -127,7 +128,7 @@ def test_a_failed_tick_is_read_again(engine: MemoryEngine, clock: ManualClock,
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(mt.reeval, "promote", boom)
+    monkeypatch.setattr(reeval, "promote", boom)
     with pytest.raises(RuntimeError):
         engine.reevaluate()
     assert row(engine, mid).heat_counter == 0.0 and row(engine, mid).state == "skipped"
@@ -338,10 +339,10 @@ def test_window_aggregation_equals_the_scoring_core(engine: MemoryEngine, clock:
         conn.execute(S.access_log.insert(), rows)
     start = (now - timedelta(hours=1)).timestamp()
     with engine.sql.connect() as conn:
-        scanned, got = mt._window_inputs(conn, start, now.timestamp(), ("b",))
+        scanned, got = mt.window_inputs(engine.sql, conn, start, now.timestamp(), ("b",))
     expected = reeval.aggregate(
         [reeval.AccessRow(memory_id=r["memory_id"], tenant=r["tenant"], user_id=r["user_id"],
-                          rank=r["rank"], k=r["k"], at=mt._dt(r["at"]))
+                          rank=r["rank"], k=r["k"], at=from_ts(r["at"]))
          for r in rows if r["tenant"] != "b"], now=now)
     assert scanned == sum(v.recalls for v in expected.values())
     assert set(got) == set(expected)

@@ -41,6 +41,7 @@ __all__ = [
     "spread",
     "validate_strength",
     "word_tokens",
+    "words",
 ]
 
 STOP_WORDS: frozenset[str] = frozenset(
@@ -94,13 +95,25 @@ DEFAULT_CROSS_TOPIC_PENALTY = 0.4
 _WORD = re.compile(r"\w+")
 
 
+def words(text: str) -> list[str]:
+    """Return the lower-cased word tokens (regex ``\\w+``) of ``text`` in order, repeats kept.
+
+    The one tokenizer of the project: keyword overlap, consolidation's word sets, the
+    gatekeeper's distinct tokens, reported use and the hashing embedder all split text here.
+
+    Raises:
+        InvalidInputError: ``text`` is not a str.
+    """
+    return _WORD.findall(require_str(text, "text").lower())
+
+
 def word_tokens(text: str) -> frozenset[str]:
     """Return the set of lower-cased word tokens (regex ``\\w+``) of ``text``.
 
     Raises:
         InvalidInputError: ``text`` is not a str.
     """
-    return frozenset(_WORD.findall(require_str(text, "text").lower()))
+    return frozenset(words(text))
 
 
 def query_tokens(text: str) -> list[str]:
@@ -112,10 +125,8 @@ def query_tokens(text: str) -> list[str]:
     Raises:
         InvalidInputError: ``text`` is not a str.
     """
-    words = [
-        w for w in _WORD.findall(require_str(text, "text").lower()) if len(w) >= MIN_TOKEN_LENGTH
-    ]
-    unique = list(dict.fromkeys(words))
+    long_enough = [w for w in words(text) if len(w) >= MIN_TOKEN_LENGTH]
+    unique = list(dict.fromkeys(long_enough))
     content = [w for w in unique if w not in STOP_WORDS]
     return content or unique
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from mnemonia.errors import InvalidInputError
 from mnemonia.scoring._common import require_finite, require_int, require_str
+from mnemonia.scoring.activation import word_tokens
 
 __all__ = [
     "DEFAULT_MIN_GROUP",
@@ -28,7 +29,6 @@ __all__ = [
 DEFAULT_THRESHOLD = 0.7
 DEFAULT_MIN_GROUP = 2
 
-_WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _SPACE = re.compile(r"\s+")
 _TRAILING_PUNCT = ".!?;:,\u2026"
@@ -41,7 +41,7 @@ def tokenize(text: str) -> frozenset[str]:
     Raises:
         InvalidInputError: ``text`` is not a str.
     """
-    return frozenset(_WORD.findall(require_str(text, "text").lower()))
+    return word_tokens(text)
 
 
 def jaccard(a: Collection[str], b: Collection[str]) -> float:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mnemonia.store.sql import MIGRATIONS, SideStore
+from mnemonia.store.repository import SideStore
+from mnemonia.store.schema import MIGRATIONS
 from mnemonia.store.vector import VectorIndex
 
 __all__ = ["MIGRATIONS", "SideStore", "VectorIndex"]

@@ -7,6 +7,7 @@ gets :class:`~mnemonia.errors.StoreUnavailableError`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -139,11 +140,12 @@ class VectorIndex:
                documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         for start in range(0, len(ids), _MAX_BATCH):
             end = start + _MAX_BATCH
-            self._call(lambda s=start, e=end: col.upsert(
-                ids=list(ids[s:e]), embeddings=vectors[s:e],
-                documents=list(documents[s:e]), metadatas=list(metadatas[s:e])))
+            self._call(functools.partial(
+                col.upsert, ids=list(ids[start:end]), embeddings=vectors[start:end],
+                documents=list(documents[start:end]), metadatas=list(metadatas[start:end])))
 
-    def query(self, col: Any, vectors: np.ndarray, n: int) -> tuple[list[list[str]], list[list[float]]]:
+    def query(self, col: Any, vectors: np.ndarray, n: int
+              ) -> tuple[list[list[str]], list[list[float]]]:
         """kNN: per query row, ids and cosine similarities, best first."""
         if n <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))], [[] for _ in range(len(vectors))]
@@ -179,7 +181,9 @@ class VectorIndex:
         servers = [getattr(self._client, "_server", None),
                    getattr(getattr(self._client, "_admin_client", None), "_server", None)]
         try:
-            self._client.close()
+            closer = getattr(self._client, "close", None)
+            if closer is not None:
+                closer()
         except Exception as e:  # a dead server must not make close() fail
             log.debug("closing the Chroma client failed: %s", e)
         # chromadb's sync HTTP client never closes its httpx session. Every HttpClient has a

@@ -20,6 +20,6 @@ def default_engine() -> MemoryEngine:
     """
     global _engine
     with _lock:
-        if _engine is None or _engine._closed:
+        if _engine is None or _engine.closed:
             _engine = MemoryEngine.open()
         return _engine

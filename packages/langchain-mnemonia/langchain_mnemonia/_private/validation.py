@@ -1,19 +1,8 @@
-"""Argument checks shared by the adapters (fail before anything is written)."""
+"""Argument checks of the adapters: the core's own (:mod:`mnemonia.validation`), so a bad
+value gets the same typed error whichever way it enters."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from mnemonia.config import TENANT_PATTERN
-from mnemonia.errors import InvalidTenantError
+from mnemonia.validation import tenant as check_tenant
 
 __all__ = ["check_tenant"]
-
-
-def check_tenant(tenant: Any) -> str:
-    if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
-        raise InvalidTenantError(
-            f"tenant={tenant!r}: must be 1-64 characters of letters, digits, '_' or '-', "
-            "starting and ending with a letter or digit"
-        )
-    return tenant

@@ -12,9 +12,8 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
-from mnemonia.config import TENANT_PATTERN
-from mnemonia.engine import MemoryEngine
-from mnemonia.errors import InvalidInputError, InvalidTenantError
+from mnemonia import MemoryEngine, validation
+from mnemonia.errors import InvalidInputError
 from mnemonia.models import RecallResult
 
 log = logging.getLogger("mnemonia.llama_index")
@@ -37,6 +36,9 @@ DEFAULT_MEMORY_TEMPLATE = (
 )
 
 
+check_tenant = validation.tenant
+
+
 _default_engine: MemoryEngine | None = None
 _default_lock = threading.Lock()
 
@@ -55,14 +57,6 @@ def resolve_engine(engine: Any) -> MemoryEngine:
             f"engine={engine!r}: must be a mnemonia.MemoryEngine "
             "(e.g. MemoryEngine.open('./memory')) or None for the embedded default")
     return engine
-
-
-def check_tenant(tenant: Any) -> str:
-    if not isinstance(tenant, str) or not TENANT_PATTERN.match(tenant):
-        raise InvalidTenantError(
-            f"tenant={tenant!r}: must be 1-64 characters of letters, digits, '_' or '-', "
-            "starting and ending with a letter or digit")
-    return tenant
 
 
 def check_k(k: Any) -> int:

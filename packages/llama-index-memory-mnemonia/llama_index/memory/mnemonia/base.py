@@ -14,7 +14,7 @@ from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia.engine import MemoryEngine
+from mnemonia import MemoryEngine
 from mnemonia.errors import InvalidInputError
 from mnemonia.models import Memory, RecallResult
 

@@ -9,7 +9,7 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia.engine import MemoryEngine
+from mnemonia import MemoryEngine
 from mnemonia.errors import InvalidInputError
 from mnemonia.models import Hit, RecallResult
 

@@ -1,0 +1,284 @@
+"""Writing memories: add, add_many and replace; the ingest gatekeeper; enrichment (entities,
+automatic relations, SM-2 scheduling) at ingest and for the maintenance sweep.
+
+A write is SQL row first (pending), the Chroma upsert (idempotent by id), then the SQL row
+committed (DESIGN section 3), so a crash leaves nothing that :func:`mnemonia.transfer.repair`
+cannot finish or undo.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from mnemonia.clock import to_ts
+from mnemonia.errors import InvalidInputError
+from mnemonia.models import Memory
+from mnemonia.runtime import Runtime
+from mnemonia.scoring import activation as act
+from mnemonia.scoring import reevaluation as reeval
+from mnemonia.validation import PreparedMemory, row_embed_text
+
+__all__ = ["NEIGHBOURS", "add", "enrich_ids", "enrich_items", "gatekeep", "replace_or_add"]
+
+SAME_ENTITY_LINKS = 5
+"""``same_entity`` edges made per entity for a newly enriched memory."""
+NEIGHBOURS = 6
+"""Nearest neighbours read at ingest for novelty and ``related_to``."""
+ENRICH_BATCH = 256
+"""Memories enriched per transaction by :func:`enrich_ids`."""
+
+Near = list[tuple[str, float]]
+
+
+def _unique_ids(items: Sequence[PreparedMemory]) -> list[str]:
+    ids = [p.id for p in items]
+    if len(set(ids)) != len(ids):
+        raise InvalidInputError("add_many: two items have the same id")
+    return ids
+
+
+def _embed_missing(rt: Runtime, items: Sequence[PreparedMemory]) -> None:
+    """Embed the items that came without a vector (outside any transaction)."""
+    todo = [p for p in items if p.vector is None]
+    if todo:
+        vecs = rt.embedder.embed_documents([p.embed_text for p in todo])
+        for p, v in zip(todo, vecs, strict=True):
+            p.vector = v
+
+
+def _matrix(items: Sequence[PreparedMemory]) -> np.ndarray:
+    return np.stack([p.vector for p in items if p.vector is not None]).astype(np.float32)
+
+
+def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
+    """Store validated new memories, all or nothing; returns them in order."""
+    rt.check_open()
+    ids = _unique_ids(items)
+    # Embed outside any transaction: nothing is written until every vector exists.
+    _embed_missing(rt, items)
+    dim = rt.embedder.dimension
+    for p in items:
+        size = 0 if p.vector is None else p.vector.shape[0]
+        if size != dim:
+            raise InvalidInputError(
+                f"embedding of {p.id!r} has dimension {size}; the embedder "
+                f"{rt.embedder.name!r} has {dim}")
+    with rt.exclusive():
+        with rt.reading() as conn:
+            clash = rt.sql.existing_ids(conn, ids)
+        if clash:
+            raise InvalidInputError(f"id(s) already exist: {clash[:5]}; ids must be unique")
+        col = rt.collection(tenant, create=True)
+        matrix = _matrix(items)
+        states, neighbours = gatekeep(rt, col, items, matrix)
+        mem_rows = _insert_pending(rt, tenant, items, states, neighbours, rt.now())
+        try:
+            rt.vectors.upsert(col, ids, matrix, [p.embed_text for p in items],
+                              [{"kind": p.kind} for p in items])
+        except BaseException:
+            with rt.sql.begin() as conn:
+                rt.sql.purge(conn, tenant, ids)
+                rt.forget_entities(tenant)
+            raise
+        with rt.sql.begin() as conn:
+            rt.sql.mark_committed(conn, ids)
+        rt.forget_entities(tenant)
+    return [rt.sql.to_memory(r) for r in mem_rows]
+
+
+def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
+    """``add_many(replace=True)``: items whose id exists in the tenant replace that memory in
+    place (text, vector, metadata; history, access statistics and relations stay); the new
+    vector is written before the old text goes, so a failure never loses the stored version."""
+    ids = _unique_ids(items)
+    with rt.reading() as conn:
+        found = rt.sql.owners(conn, ids)
+    foreign = [i for i, t in found.items() if t != tenant]
+    if foreign:
+        raise InvalidInputError(f"id(s) {foreign[:5]} are taken; choose other ids")
+    old = [p for p in items if p.id in found]
+    new = [p for p in items if p.id not in found]
+    done = {m.id: m for m in add(rt, tenant, new)} if new else {}
+    if old:
+        done.update(_replace(rt, tenant, old))
+    return [done[i] for i in ids]
+
+
+def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, Memory]:
+    _embed_missing(rt, old)
+    nowts = to_ts(rt.now())
+    ids = [p.id for p in old]
+    with rt.exclusive():
+        col = rt.collection(tenant, create=True)
+        rt.vectors.upsert(col, ids, _matrix(old), [p.embed_text for p in old],
+                          [{"kind": p.kind} for p in old])
+        with rt.sql.begin() as conn:
+            prev = rt.sql.rows(conn, tenant, ids)
+            rt.sql.fts_delete(conn, ids)
+            rt.sql.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in old])
+            rt.sql.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)
+            for p in old:
+                rt.sql.update_memory(
+                    conn, p.id, text=p.text, kind=p.kind, topic=p.topic,
+                    entities=json.dumps(p.entities), importance=p.importance,
+                    session_id=p.session_id, metadata=json.dumps(p.metadata), pinned=p.pinned)
+                rt.sql.unlink_entities(conn, p.id)
+                rt.sql.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
+                                            for e in p.entities])
+                r = prev.get(p.id)
+                rt.sql.event(conn, tenant, p.id, "updated", nowts,
+                             {"text": r.text if r is not None else None}, {"text": p.text})
+            rows = rt.sql.rows(conn, tenant, ids)
+        rt.forget_entities(tenant)
+    return {i: rt.sql.to_memory(r) for i, r in rows.items()}
+
+
+def gatekeep(rt: Runtime, col: Any, items: Sequence[PreparedMemory], matrix: np.ndarray
+             ) -> tuple[list[str], list[Near]]:
+    """Gatekeeper state per item, and its nearest existing or earlier-in-batch memories."""
+    ids_existing, sims_existing = rt.vectors.query(col, matrix, NEIGHBOURS)
+    within = matrix @ matrix.T
+    states: list[str] = []
+    neighbours: list[Near] = []
+    for i, p in enumerate(items):
+        near = list(zip(ids_existing[i], sims_existing[i], strict=True))
+        near += [(items[j].id, float(within[i, j])) for j in range(i)]
+        near.sort(key=lambda t: -t[1])
+        near = near[:NEIGHBOURS]
+        max_sim = near[0][1] if near else 0.0
+        g = reeval.gatekeeper_score(
+            importance=p.importance, novelty=min(1.0, max(0.0, 1.0 - max_sim)),
+            distinct_tokens=len(act.word_tokens(p.text)))
+        states.append(reeval.gatekeeper_state(
+            g, immediate_threshold=rt.config.immediate_threshold,
+            batch_threshold=rt.config.batch_threshold))
+        neighbours.append(near)
+    return states, neighbours
+
+
+def _new_row(rt: Runtime, tenant: str, p: PreparedMemory, seq: int, state: str
+             ) -> dict[str, Any]:
+    return dict(
+        id=p.id, tenant=tenant, seq=seq, text=p.text, kind=p.kind,
+        topic=p.topic, entities=json.dumps(p.entities), importance=p.importance,
+        created_at=p.at, accessed_at=p.at, access_count=0, stability=1.0,
+        easiness=2.5, interval_days=0, repetitions=0, next_review=None,
+        last_quality=0, utility=0.5, state=state, pinned=p.pinned, deleted_at=None,
+        superseded_by=None, consolidated_into=None, session_id=p.session_id,
+        metadata=json.dumps(p.metadata), embedding_model=rt.embedder.name,
+        enriched_at=None, last_reviewed_at=None, last_reevaluated_at=None,
+        heat_counter=0.0, heat_at=None, status="pending")
+
+
+def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], states: list[str],
+                    neighbours: list[Near], now: datetime) -> list[Any]:
+    nowts = to_ts(now)
+    repo = rt.sql
+    with repo.begin() as conn:
+        seq0 = repo.reserve_seq(conn, tenant, len(items), model=rt.embedder.name,
+                                dimension=rt.embedder.dimension, at=nowts)
+        repo.insert_memories(conn, [_new_row(rt, tenant, p, seq0 + i, st)
+                                    for i, (p, st) in enumerate(zip(items, states, strict=True))])
+        repo.vectors_put(conn, [(p.id, p.vector) for p in items])
+        repo.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in items])
+        repo.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
+                                  for p in items for e in p.entities])
+        repo.insert_events(conn, [repo.event_row(
+            tenant, p.id, "created", nowts, None,
+            {"state": st, "importance": p.importance, "kind": p.kind})
+            for p, st in zip(items, states, strict=True)])
+        enrich = [(p, near) for p, st, near in zip(items, states, neighbours, strict=True)
+                  if st == reeval.IMMEDIATE]
+        if enrich:
+            enrich_items(rt, conn, tenant, enrich, nowts)
+        return repo.full_rows(conn, [p.id for p in items])
+
+
+def _automatic_edges(rt: Runtime, conn: Any, tenant: str, p: PreparedMemory, near: Near,
+                     edges: dict[tuple[str, str, str], float]) -> None:
+    """``related_to`` close neighbours, ``follows`` the previous memory of the session."""
+    for other, sim in near:
+        if other != p.id and sim >= rt.config.related_threshold:
+            edges[(p.id, other, "related_to")] = min(1.0, max(sim, 1e-6))
+    if p.session_id is not None:
+        prev = rt.sql.previous_in_session(conn, tenant, p.session_id, p.id, p.at)
+        if prev is not None:
+            edges[(prev, p.id, "follows")] = 1.0
+
+
+def enrich_items(rt: Runtime, conn: Any, tenant: str,
+                 items: Sequence[tuple[PreparedMemory, Near]], nowts: float) -> None:
+    """Entities, automatic relations and SM-2 scheduling for enriched memories."""
+    edges: dict[tuple[str, str, str], float] = {}
+    new_links: list[dict[str, Any]] = []
+    for p, near in items:
+        extracted = [e for e in rt.extract(p.text) if e not in p.entities]
+        if extracted:
+            p.entities = p.entities + extracted
+            new_links += [dict(tenant=tenant, entity=e, memory_id=p.id) for e in extracted]
+            rt.sql.update_memory(conn, p.id, entities=json.dumps(p.entities))
+        _automatic_edges(rt, conn, tenant, p, near, edges)
+    rt.sql.link_entities(conn, new_links, ignore_existing=True)
+    for p, _ in items:
+        for e in p.entities:
+            for other in rt.sql.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
+                edges.setdefault((p.id, other, "same_entity"), 0.5)
+        rt.sql.update_memory(conn, p.id, enriched_at=nowts)
+    rt.sql.insert_edges(conn, tenant, edges, nowts)
+
+
+def _prepared_from_row(r: Any) -> PreparedMemory:
+    return PreparedMemory(
+        id=r.id, text=r.text, embed_text=row_embed_text(r), kind=r.kind,
+        topic=r.topic, entities=list(json.loads(r.entities)),
+        importance=float(r.importance), at=float(r.created_at),
+        session_id=r.session_id, metadata=json.loads(r.metadata), pinned=bool(r.pinned))
+
+
+def _enrich_chunk(rt: Runtime, col: Any, tenant: str, chunk: Sequence[str]) -> int:
+    with rt.reading() as conn:
+        vectors = rt.candidate_vectors(conn, col, chunk)
+    order = [i for i in chunk if i in vectors]
+    if not order:
+        return 0
+    matrix = np.stack([vectors[i] for i in order]).astype(np.float32)
+    near_ids, near_sims = rt.vectors.query(col, matrix, NEIGHBOURS + 1)
+    with rt.writing() as conn:
+        rows = rt.sql.rows(conn, tenant, order)
+        gone = set(rt.sql.select_ids(conn, sorted({o for row in near_ids for o in row}),
+                                     deleted=True))
+        items = []
+        for i, mid in enumerate(order):
+            r = rows.get(mid)
+            if r is None or r.deleted_at is not None or r.enriched_at is not None:
+                continue
+            near = [(o, float(s)) for o, s in zip(near_ids[i], near_sims[i], strict=True)
+                    if o != mid and o not in gone][:NEIGHBOURS]
+            items.append((_prepared_from_row(r), near))
+        if not items:
+            return 0
+        before = rt.sql.relation_count(conn, tenant)
+        enrich_items(rt, conn, tenant, items, to_ts(rt.now()))
+        return rt.sql.relation_count(conn, tenant) - before
+
+
+def enrich_ids(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
+    """Enrich stored memories (entities, related_to / same_entity / follows, SM-2 schedule);
+    returns the relations added."""
+    if not ids:
+        return 0
+    col = rt.collection(tenant, create=False)
+    if col is None:
+        return 0
+    added = 0
+    ids = list(ids)
+    for start in range(0, len(ids), ENRICH_BATCH):
+        added += _enrich_chunk(rt, col, tenant, ids[start:start + ENRICH_BATCH])
+    rt.forget_entities(tenant)
+    return added
+

@@ -1,0 +1,185 @@
+"""Reads and edits of stored memories: get, list, history, relations and stats; feedback (one
+SM-2 review), relate, supersede, forget, restore, pin and metadata updates; and
+:func:`review_update`, the one SM-2 + utility review update that ``feedback`` and the review
+job share.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from mnemonia.clock import from_ts, to_ts
+from mnemonia.errors import CrossTenantError, InvalidInputError
+from mnemonia.models import Event, Memory, Relation
+from mnemonia.runtime import Runtime
+from mnemonia.scoring import activation as act
+from mnemonia.scoring import sm2
+
+__all__ = ["feedback", "forget", "get", "history", "list_memories", "pin", "relate",
+           "relations", "restore", "review_update", "stats", "supersede", "update_metadata"]
+
+
+def review_update(state: sm2.SM2State, utility: float, quality: int, now: datetime
+                  ) -> tuple[sm2.SM2State, float, dict[str, Any]]:
+    """One review with ``quality``: the new SM-2 state, the new utility, and the column
+    values to store."""
+    new_state, _ = sm2.review(state, quality, now)
+    new_utility, _ = sm2.update_utility(utility, quality)
+    nxt = new_state.next_review
+    values = dict(easiness=new_state.easiness, interval_days=new_state.interval_days,
+                  repetitions=new_state.repetitions, next_review=to_ts(nxt) if nxt else None,
+                  last_quality=new_state.last_quality, utility=new_utility,
+                  last_reviewed_at=to_ts(now))
+    return new_state, new_utility, values
+
+
+def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int) -> Memory:
+    """One SM-2 review with a checked ``quality`` 0..5 plus the utility update."""
+    now = rt.now()
+    with rt.writing() as conn:
+        mem = rt.sql.memory(conn, tenant, memory_id)
+        new_state, utility, values = review_update(mem.sm2, mem.utility, quality, now)
+        rt.sql.update_memory(conn, memory_id, **values)
+        rt.sql.event(conn, tenant, memory_id, "feedback", to_ts(now),
+                     {"quality": None, "utility": mem.utility,
+                      "interval_days": mem.sm2.interval_days, "easiness": mem.sm2.easiness},
+                     {"quality": quality, "utility": utility,
+                      "interval_days": new_state.interval_days,
+                      "easiness": new_state.easiness})
+        return rt.sql.memory(conn, tenant, memory_id)
+
+
+def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
+           strength: float) -> Relation:
+    """Add (or update) a typed relation ``src -> dst`` between two memories of ``tenant``."""
+    act.relation_weight(rel_type, rt.type_weights or None)
+    s = act.validate_strength(strength)
+    if src == dst:
+        raise InvalidInputError(f"a memory cannot relate to itself (id {src!r})")
+    now = rt.now()
+    with rt.writing() as conn:
+        for mid in (src, dst):
+            if not isinstance(mid, str):
+                raise InvalidInputError(f"id={mid!r}: must be a string")
+            owner = rt.sql.tenant_of(conn, mid)
+            if owner is not None and owner != tenant:
+                raise CrossTenantError(
+                    f"memory {mid!r} is not in tenant {tenant!r}; relations across tenants "
+                    "are refused")
+            rt.sql.row(conn, tenant, mid)
+        rt.sql.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
+    return Relation(tenant=tenant, src=src, dst=dst, type=rel_type, strength=s,
+                    created_at=now)
+
+
+def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str) -> Memory:
+    """Mark ``old_id`` as superseded by ``new_id``; returns the old memory."""
+    if old_id == new_id:
+        raise InvalidInputError(f"a memory cannot supersede itself (id {old_id!r})")
+    relate(rt, tenant, new_id, old_id, "supersedes", 1.0)
+    now = rt.now()
+    with rt.writing() as conn:
+        rt.sql.update_memory(conn, old_id, superseded_by=new_id)
+        rt.sql.event(conn, tenant, old_id, "superseded", to_ts(now), {"superseded_by": None},
+                     {"superseded_by": new_id})
+        return rt.sql.memory(conn, tenant, old_id)
+
+
+def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
+    """Soft-delete (restorable) or, with ``hard``, remove vector, rows and logs."""
+    now = rt.now()
+    if not hard:
+        with rt.writing() as conn:
+            r = rt.sql.row(conn, tenant, memory_id)
+            if r.deleted_at is None:
+                rt.sql.update_memory(conn, memory_id, deleted_at=to_ts(now))
+                rt.sql.event(conn, tenant, memory_id, "deleted", to_ts(now),
+                             {"deleted_at": None}, {"deleted_at": now.isoformat()})
+        rt.forget_entities(tenant)
+        return
+    with rt.exclusive():
+        with rt.sql.begin() as conn:
+            rt.sql.row(conn, tenant, memory_id)
+            rt.sql.update_memory(conn, memory_id, status="deleting")
+        col = rt.collection(tenant, create=False)
+        if col is not None:
+            rt.vectors.delete(col, [memory_id])
+        with rt.sql.begin() as conn:
+            rt.sql.purge(conn, tenant, [memory_id])
+            rt.forget_entities(tenant)
+            rt.sql.clear_references(conn, memory_id)
+
+
+def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
+    """Bring back a soft-deleted memory whole."""
+    now = rt.now()
+    with rt.writing() as conn:
+        r = rt.sql.row(conn, tenant, memory_id)
+        if r.deleted_at is not None:
+            rt.sql.update_memory(conn, memory_id, deleted_at=None)
+            rt.sql.event(conn, tenant, memory_id, "restored", to_ts(now),
+                         {"deleted_at": from_ts(r.deleted_at).isoformat()},
+                         {"deleted_at": None})
+        mem = rt.sql.memory(conn, tenant, memory_id)
+    rt.forget_entities(tenant)
+    return mem
+
+
+def pin(rt: Runtime, tenant: str, memory_id: str, pinned: bool) -> Memory:
+    """Pin (never evicted) or unpin a memory."""
+    with rt.writing() as conn:
+        rt.sql.row(conn, tenant, memory_id)
+        rt.sql.update_memory(conn, memory_id, pinned=pinned)
+        return rt.sql.memory(conn, tenant, memory_id)
+
+
+def update_metadata(rt: Runtime, tenant: str, memory_id: str,
+                    patch: Mapping[str, Any]) -> Memory:
+    """Merge a checked JSON-safe ``patch`` into a memory's metadata; one
+    ``metadata_updated`` event with the previous and new values of the keys."""
+    now = rt.now()
+    with rt.writing() as conn:
+        r = rt.sql.row(conn, tenant, memory_id)
+        before = json.loads(r.metadata)
+        rt.sql.update_memory(conn, memory_id, metadata=json.dumps({**before, **patch}))
+        rt.sql.event(conn, tenant, memory_id, "metadata_updated", to_ts(now),
+                     {k: before.get(k) for k in patch}, dict(patch))
+        return rt.sql.memory(conn, tenant, memory_id)
+
+
+# -- reads ------------------------------------------------------------------------------------
+def get(rt: Runtime, tenant: str, memory_id: str) -> Memory:
+    """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError."""
+    with rt.reading() as conn:
+        return rt.sql.memory(conn, tenant, memory_id)
+
+
+def list_memories(rt: Runtime, tenant: str, *, session_id: str | None, include_deleted: bool,
+                  limit: int | None) -> list[Memory]:
+    """A tenant's memories in insertion order (optionally one session's)."""
+    with rt.reading() as conn:
+        return rt.sql.list_memories(conn, tenant, session_id=session_id,
+                                    include_deleted=include_deleted, limit=limit)
+
+
+def history(rt: Runtime, tenant: str, memory_id: str) -> list[Event]:
+    """The audit trail of one memory, oldest first."""
+    with rt.reading() as conn:
+        rt.sql.row(conn, tenant, memory_id)
+        return rt.sql.events_of(conn, tenant, memory_id)
+
+
+def relations(rt: Runtime, tenant: str, memory_id: str) -> list[Relation]:
+    """Every relation from or to one memory."""
+    with rt.reading() as conn:
+        rt.sql.row(conn, tenant, memory_id)
+        return rt.sql.relations_of(conn, tenant, memory_id)
+
+
+def stats(rt: Runtime, tenant: str | None) -> dict[str, Any]:
+    """Counts over one tenant or all of them."""
+    with rt.reading() as conn:
+        return rt.sql.stats(conn, tenant)

@@ -1,0 +1,105 @@
+"""Eviction: soft-delete the lowest-priority active memories of a tenant (DESIGN section 5)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from mnemonia.clock import from_ts, to_ts
+from mnemonia.maintenance.ranking import (
+    columns,
+    priority_array,
+    priority_of,
+    shortlist,
+    weights,
+)
+from mnemonia.maintenance.reports import EvictionReport
+from mnemonia.runtime import Runtime
+from mnemonia.scoring import priority as prio
+from mnemonia.scoring import reevaluation as reeval
+from mnemonia.validation import boolean
+
+__all__ = ["evict"]
+
+log = logging.getLogger("mnemonia.maintenance")
+
+_COLUMNS = ("id", "importance", "created_at", "accessed_at", "access_count", "stability",
+            "pinned", "state")
+
+
+def _allowed(rt: Runtime, active: int, force: bool) -> tuple[int, str]:
+    """How many the run may evict, and why."""
+    cfg = rt.config
+    budget = prio.eviction_count(active, cfg.eviction_budget)
+    if force:
+        return budget, "budget"
+    if cfg.max_memories is not None and active > cfg.max_memories:
+        return min(budget, active - cfg.max_memories), "over_max_memories"
+    return 0, "not_over_max_memories"
+
+
+def _protected(rows: list[Any], data: dict[str, tuple[Any, ...]]) -> np.ndarray:
+    """Never evicted: importance > 0.9, pinned, state ``immediate``."""
+    if not rows:
+        return np.zeros(0, dtype=bool)
+    mask: np.ndarray = ((np.asarray(data["importance"], dtype=float) > prio.PROTECTED_IMPORTANCE)
+                        | np.asarray(data["pinned"], dtype=bool)
+                        | (np.asarray(data["state"], dtype=object) == reeval.IMMEDIATE))
+    return mask
+
+
+def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
+                 by_id: dict[str, prio.EvictionCandidate], now: datetime, reason: str
+                 ) -> list[str]:
+    nowts = to_ts(now)
+    with rt.writing() as conn:
+        keep = set(rt.sql.soft_delete(conn, chosen, nowts))
+        chosen = [i for i in chosen if i in keep]
+        rt.sql.insert_events(conn, [rt.sql.event_row(
+            tenant, i, "evicted", nowts,
+            {"deleted_at": None, "priority": round(by_id[i].priority, 6)},
+            {"deleted_at": now.isoformat(), "reason": reason}) for i in chosen])
+    rt.forget_entities(tenant)
+    return chosen
+
+
+def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
+    """Soft-delete the lowest-priority active memories of ``tenant``.
+
+    An explicit run (``force=True``, what ``engine.evict`` does) removes
+    ``max(1, int(active * eviction_budget))`` memories; automatic maintenance
+    (``force=False``) evicts only while the tenant is over ``max_memories`` (when set), at most
+    the budget and never below the limit. Never evicted: importance > 0.9, pinned, state
+    ``immediate``. Ties go to the older access. Each eviction writes an ``evicted`` event;
+    ``engine.restore(id)`` brings a memory back whole.
+    """
+    rt.check_open()
+    boolean(force, "force")
+    now = rt.now()
+    with rt.reading() as conn:
+        rows = rt.sql.active_rows(conn, tenant, _COLUMNS)
+    active = len(rows)
+    allowed, reason = _allowed(rt, active, force)
+    data = columns(rows)
+    protected = _protected(rows, data)
+    chosen: list[str] = []
+    if allowed:
+        w = weights(rt.config)
+        values = priority_array(rt.config, data, to_ts(now), w)
+        short = shortlist(values, ~protected, allowed, lowest=True)
+        candidates = [prio.EvictionCandidate(
+            id=rows[i].id, priority=priority_of(rt.config, rows[i], now, w),
+            accessed_at=from_ts(rows[i].accessed_at), importance=float(rows[i].importance),
+            pinned=bool(rows[i].pinned), state=rows[i].state) for i in short]
+        chosen = prio.select_for_eviction(candidates, budget=rt.config.eviction_budget,
+                                          count=allowed)
+        chosen = _soft_delete(rt, tenant, chosen, {c.id: c for c in candidates}, now, reason)
+    report = EvictionReport(tenant=tenant, active=active, protected=int(protected.sum()),
+                            allowed=allowed, evicted=len(chosen), ids=tuple(chosen),
+                            reason=reason)
+    log.info("evict tenant=%s active=%d allowed=%d evicted=%d reason=%s", tenant, active,
+             allowed, len(chosen), reason, extra={"mnemonia": {"job": "evict", **report.as_dict()}})
+    return report

@@ -1,0 +1,238 @@
+"""Running maintenance: :func:`maintain` (every job once) and the background
+:class:`Scheduler` (each job at its own cadence)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from mnemonia.errors import InvalidInputError, MnemoniaError
+from mnemonia.maintenance.consolidate import consolidate
+from mnemonia.maintenance.enrich import enrich
+from mnemonia.maintenance.evict import evict
+from mnemonia.maintenance.reevaluate import reevaluate
+from mnemonia.maintenance.reports import MaintenanceReport, TenantMaintenance
+from mnemonia.maintenance.review import review
+from mnemonia.runtime import Runtime
+from mnemonia.validation import tenant as check_tenant
+
+__all__ = ["DEFAULT_INTERVALS", "JOBS", "HasRuntime", "Scheduler", "maintain"]
+
+log = logging.getLogger("mnemonia.maintenance")
+
+JOBS: tuple[str, ...] = ("enrich", "evict", "consolidate", "review", "reevaluate")
+"""Maintenance jobs, in the order :func:`maintain` runs the per-tenant ones."""
+
+DEFAULT_INTERVALS: Mapping[str, float | None] = {
+    "reevaluate": None,  # None here: config.reevaluation_interval (600 s by default)
+    "enrich": 60.0,
+    "review": 600.0,
+    "evict": 3600.0,
+    "consolidate": 3600.0,
+}
+"""Seconds between two runs of each job in a :class:`Scheduler` (overridable per job)."""
+
+
+class HasRuntime(Protocol):
+    """What the scheduler drives: anything with a ``runtime`` (a ``MemoryEngine``)."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+
+def _tenants(rt: Runtime, tenant: str | None) -> list[str]:
+    return [tenant] if tenant is not None else rt.tenants()
+
+
+def maintain(rt: Runtime, tenant: str | None = None, *,
+             on_step: Callable[[str, str | None], None] | None = None) -> MaintenanceReport:
+    """Run every job: one re-evaluation tick (global: it reads the shared access log), then per
+    tenant the enrichment sweep, automatic eviction (only over ``max_memories``),
+    consolidation and the SM-2 review pass.
+
+    Args:
+        rt: The store's runtime.
+        tenant: One tenant, or ``None`` for all.
+        on_step: Called as ``on_step(job, tenant)`` after each step (progress bars).
+    """
+    rt.check_open()
+
+    def step(job: str, t: str | None) -> None:
+        if on_step is not None:
+            on_step(job, t)
+
+    reevaluation = reevaluate(rt)
+    step("reevaluate", None)
+    done: list[TenantMaintenance] = []
+    for t in _tenants(rt, tenant):
+        e = enrich(rt, tenant=t)
+        step("enrich", t)
+        v = evict(rt, tenant=t, force=False)
+        step("evict", t)
+        c = consolidate(rt, tenant=t, summariser=rt.summariser)
+        step("consolidate", t)
+        r = review(rt, tenant=t)
+        step("review", t)
+        done.append(TenantMaintenance(tenant=t, enrichment=e, eviction=v, consolidation=c,
+                                      review=r))
+    report = MaintenanceReport(reevaluation=reevaluation, tenants=tuple(done))
+    log.info("maintain %s", " ".join(f"{k}={v}" for k, v in report.counts.items()),
+             extra={"mnemonia": {"job": "maintain", **report.counts}})
+    return report
+
+
+def _intervals(rt: Runtime, intervals: Mapping[str, float | None] | None,
+               poll_interval: Any) -> dict[str, float | None]:
+    """The default cadences with ``intervals`` over them; every bad value in one error."""
+    problems: list[str] = []
+    merged: dict[str, float | None] = dict(DEFAULT_INTERVALS)
+    merged["reevaluate"] = rt.config.reevaluation_interval
+    for job, value in (intervals or {}).items():
+        if job not in JOBS:
+            problems.append(f"unknown job {job!r} (jobs: {', '.join(JOBS)})")
+        elif value is not None and (isinstance(value, bool)
+                                    or not isinstance(value, int | float)
+                                    or not math.isfinite(value) or value <= 0):
+            problems.append(f"interval of {job!r} = {value!r}: must be seconds > 0 or None")
+        else:
+            merged[job] = None if value is None else float(value)
+    if isinstance(poll_interval, bool) or not isinstance(poll_interval, int | float) \
+            or not math.isfinite(poll_interval) or poll_interval <= 0:
+        problems.append(f"poll_interval={poll_interval!r}: must be seconds > 0")
+    if problems:
+        raise InvalidInputError("; ".join(problems))
+    return merged
+
+
+class Scheduler:
+    """Runs maintenance jobs in a background thread, each at its own cadence.
+
+    When a job is due is judged on ``engine.clock`` (so a :class:`~mnemonia.ManualClock`
+    drives it in tests); between checks the thread sleeps ``poll_interval`` real seconds.
+    Every job is due once at start. Defaults: :data:`DEFAULT_INTERVALS` (re-evaluation every
+    ``config.reevaluation_interval`` = 10 minutes). A failing job is logged and retried at its
+    next turn; the thread keeps going. ``stop()`` lets the running job finish, then joins.
+
+    Example:
+        >>> import tempfile
+        >>> from mnemonia import MemoryEngine
+        >>> from mnemonia.embeddings import HashingEmbedder
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder=HashingEmbedder()) as engine:
+        ...     with Scheduler(engine, intervals={"consolidate": None}) as scheduler:
+        ...         pass  # the application runs; maintenance happens in the background
+        ...     scheduler.running
+        False
+    """
+
+    def __init__(self, engine: HasRuntime, *,
+                 intervals: Mapping[str, float | None] | None = None,
+                 poll_interval: float = 1.0, tenants: Sequence[str] | None = None) -> None:
+        rt = engine.runtime
+        merged = _intervals(rt, intervals, poll_interval)
+        self.engine = engine
+        self._rt = rt
+        self.intervals: dict[str, float | None] = merged
+        self.poll_interval = float(poll_interval)
+        self.tenants = None if tenants is None else [check_tenant(t) for t in tenants]
+        self.runs: dict[str, int] = {job: 0 for job in JOBS}
+        self.last_reports: dict[str, Any] = {}
+        self.errors: list[tuple[str, BaseException]] = []
+        self._next: dict[str, datetime | None] = {job: None for job in JOBS}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self, job: str) -> Any:
+        rt = self._rt
+        if job == "reevaluate":
+            return reevaluate(rt)
+        tenants = self.tenants if self.tenants is not None else rt.tenants()
+        out: dict[str, Any] = {}
+        for t in tenants:
+            if job == "enrich":
+                out[t] = enrich(rt, tenant=t)
+            elif job == "evict":
+                out[t] = evict(rt, tenant=t, force=False)
+            elif job == "consolidate":
+                out[t] = consolidate(rt, tenant=t, summariser=rt.summariser)
+            else:
+                out[t] = review(rt, tenant=t)
+        return out
+
+    def run_pending(self) -> dict[str, Any]:
+        """Run, now and in this thread, every job whose time has come; returns their reports."""
+        done: dict[str, Any] = {}
+        with self._lock:
+            for job in JOBS:
+                every = self.intervals[job]
+                if every is None:
+                    continue
+                now = self._rt.now()
+                due = self._next[job]
+                if due is not None and now < due:
+                    continue
+                self._next[job] = now + timedelta(seconds=every)
+                try:
+                    done[job] = self._run(job)
+                except Exception as e:  # a job failure must not kill the thread
+                    if self._rt.closed:
+                        raise
+                    self.errors.append((job, e))
+                    log.exception("maintenance job %s failed; it runs again in %g s", job,
+                                  every)
+                    continue
+                self.runs[job] += 1
+                self.last_reports[job] = done[job]
+        return done
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if self._rt.closed:
+                log.info("scheduler stopping: the engine is closed")
+                return
+            try:
+                self.run_pending()
+            except Exception:  # only raised once the engine is closed
+                log.info("scheduler stopping: the engine was closed during a job")
+                return
+            self._stop.wait(self.poll_interval)
+
+    def start(self) -> Scheduler:
+        """Start the background thread (a no-op if it is running)."""
+        if self.running:
+            return self
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="mnemonia-scheduler",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = 30.0) -> None:
+        """Ask the thread to stop, let a running job finish, and join it."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                raise MnemoniaError(
+                    f"the maintenance scheduler did not stop within {timeout} s (a job is "
+                    "still running); call stop() again to keep waiting")
+        self._thread = None
+
+    def __enter__(self) -> Scheduler:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        jobs = ", ".join(f"{j}={v:g}s" for j, v in self.intervals.items() if v is not None)
+        return f"Scheduler({jobs}, running={self.running})"

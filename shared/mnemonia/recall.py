@@ -1,0 +1,479 @@
+"""The recall pipeline (DESIGN section 5): dense + keyword candidates, fusion, entity seeds,
+bounded spreading activation, scoring by mode, hits with explanations, and the access
+side effects. Scoring formulas come from the pure :mod:`mnemonia.scoring` core.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from mnemonia import entities as ent
+from mnemonia.clock import from_ts, to_ts
+from mnemonia.models import Explanation, Hit, RecallResult
+from mnemonia.runtime import EntityIndex, Runtime
+from mnemonia.scoring import activation as act
+from mnemonia.scoring import modes as modes_mod
+from mnemonia.scoring import retention as ret
+from mnemonia.store.repository import Connection
+from mnemonia.validation import row_embed_text
+
+__all__ = ["Candidates", "RecallRequest", "SeedInfo", "final_score", "recall"]
+
+HIDDEN_RELATIONS = ("contradicts", "supersedes")
+"""Relations a hit reports (its contradictions and supersession links)."""
+NAME_MATCH_STRENGTH = 0.5
+"""Entity similarity credited when a query word names the entity."""
+EDGES_PER_SOURCE = 16
+"""Strongest relations one memory spreads along per hop."""
+QUERY_ENTITIES = 4
+"""Entities one query may activate (the strongest by ``s * weight``)."""
+MIN_ENTITY_WEIGHT = 0.05
+"""Entities linked to nearly every memory carry no signal."""
+ENTITY_POOL = 5
+"""Linked memories read per entity: ``entity_fanout * ENTITY_POOL``, best fused kept."""
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """One checked ``recall`` call."""
+
+    query: str
+    tenant: str
+    k: int
+    topic: str | None
+    entity: str | None
+    episode_k: int
+    mode: str
+    weights: modes_mod.ModeWeights
+    floor: float
+    touch: bool
+    user_id: str | None
+    now: datetime
+
+
+@dataclass
+class SeedInfo:
+    """How a memory entered recall: its cosine, keyword share, fused seed, entity boost."""
+
+    cosine: float | None
+    keyword: float
+    seed: float | None
+    fused: float = 0.0
+    entity: str | None = None
+
+
+@dataclass
+class Candidates:
+    """Everything recall has read: rows by id, seed information, cosines, seeds; after
+    spreading, the activations."""
+
+    rows: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, SeedInfo] = field(default_factory=dict)
+    cos: dict[str, float] = field(default_factory=dict)
+    seeds: dict[str, float] = field(default_factory=dict)
+    activations: dict[str, act.Activation] = field(default_factory=dict)
+
+
+def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
+    """Run the pipeline for a checked request."""
+    col = rt.collection(req.tenant, create=False)
+    if col is None:
+        return RecallResult(query=req.query, tenant=req.tenant, mode=req.mode, memories=[])
+    qvec = query_vector(rt, req.query)
+    qtok = act.query_tokens(req.query)
+    with rt.reading() as conn:
+        cands = _activate(rt, conn, col, req, qvec, qtok)
+        hits = _score(rt, conn, req, cands)
+    top = hits[:req.k]
+    top_ids = {h.memory.id for h in top}
+    episodes = [h for h in hits if h.memory.kind == "episode" and h.explanation.path is None
+                and h.memory.id not in top_ids][:req.episode_k]
+    if req.touch and top:
+        _touch(rt, req, top)
+    return RecallResult(query=req.query, tenant=req.tenant, mode=req.mode, memories=top,
+                        episodes=episodes)
+
+
+def query_vector(rt: Runtime, query: str) -> np.ndarray:
+    vec = rt.query_cache.get(query)
+    if vec is None:
+        vec = rt.embedder.embed_query(query)
+        rt.query_cache.put(query, vec)
+    return vec
+
+
+def visible(r: Any, topic: str | None) -> bool:
+    """Not deleted, not superseded, and in the topic (or untopiced) when one is asked."""
+    if r.deleted_at is not None or r.superseded_by is not None:
+        return False
+    return topic is None or r.topic is None or r.topic == topic
+
+
+# -- 1. dense + keyword candidates ------------------------------------------------------------
+def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
+                qtok: list[str]) -> Candidates:
+    """Dense and keyword candidates, the dense pool widened until enough visible remain."""
+    cfg = rt.config
+    c = Candidates()
+    n_dense = max(cfg.recall_initial_candidates * 2, 2 * req.k)
+    kw_hits = rt.sql.keyword_search(
+        conn, req.tenant, qtok, cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
+        max_postings=cfg.keyword_postings)
+    while True:
+        ids, sims = rt.vectors.query(col, qvec[None, :], n_dense)
+        got = dict(zip(ids[0], sims[0], strict=True))
+        # one read for the dense and the keyword candidates
+        c.rows.update(rt.sql.rows(conn, req.tenant, [
+            i for i in (*got, *(i for i, _ in kw_hits)) if i not in c.rows], edges=True))
+        shown = [i for i in got if i in c.rows and visible(c.rows[i], req.topic)]
+        if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
+            break
+        n_dense *= 4
+    c.cos.update({i: got[i] for i in shown})
+    need_vec = [i for i, _ in kw_hits if i not in c.cos and i in c.rows
+                and visible(c.rows[i], req.topic)]
+    if need_vec:
+        vecs = rt.candidate_vectors(conn, col, need_vec)
+        c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
+    return c
+
+
+# -- 2. fusion --------------------------------------------------------------------------------
+def keyword_text(rt: Runtime, r: Any) -> str:
+    """The text a query's words are matched against in fusion: the indexed text plus,
+    with ``keyword_dates``, the memory's date (``on 7 February 2022``, UTC), so a query
+    that names a month or a year matches what was said then."""
+    text = row_embed_text(r)
+    if not rt.config.keyword_dates:
+        return text
+    when = from_ts(r.created_at)
+    return f"{text} on {when.day} {MONTHS[when.month - 1]} {when.year}"
+
+
+def _fuse(rt: Runtime, c: Candidates, kw_score: Callable[[str], float], floor: float) -> None:
+    cfg = rt.config
+    for mid, cos in c.cos.items():
+        kw = kw_score(keyword_text(rt, c.rows[mid]))
+        fused = act.fuse(max(0.0, cos), kw, keyword_weight=cfg.hybrid_keyword_weight)
+        c.info[mid] = SeedInfo(cosine=cos, keyword=kw, seed=fused)
+        if fused >= cfg.initial_threshold or floor == 0:
+            c.seeds[mid] = fused
+
+
+def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
+              qtok: list[str]) -> Candidates:
+    c = _candidates(rt, conn, col, req, qvec, qtok)
+    kw_score = act.keyword_scorer(qtok)
+    _fuse(rt, c, kw_score, req.floor)
+    # 3. entities (only boosts that could reach the top k are worth reading)
+    _entity_seeds(rt, conn, col, req, qvec, qtok, kw_score, c, _spread_bound(rt, c, req))
+    # 4. spreading: only the spread_frontier most activated memories spread per hop, each
+    # along its EDGES_PER_SOURCE strongest relations, and only where the spread value
+    # could still matter (reach the top k, or pass the floor).
+    cfg = rt.config
+    spreader = _Spreader(rt, conn, req, c, _spread_bound(rt, c, req))
+    c.activations = act.spread(
+        c.seeds, spreader, depth=cfg.spread_depth, decay=cfg.spread_decay,
+        type_weights=rt.type_weights or None, topics=spreader.topics, query_topic=req.topic,
+        cross_topic_penalty=cfg.cross_topic_penalty, max_frontier=cfg.spread_frontier)
+    if req.entity is not None:
+        linked = rt.sql.entity_members(conn, req.tenant, req.entity)
+        c.activations = {m: a for m, a in c.activations.items() if m in linked}
+    return c
+
+
+# -- 3. entities ------------------------------------------------------------------------------
+def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
+    """The tenant's entity index (names, document frequencies, label vectors), cached."""
+    idx = rt.entity_indexes.get(tenant)
+    if idx is not None:
+        return idx
+    rows = rt.sql.entity_counts(conn, tenant)
+    names = [r[0] for r in rows]
+    labels = [ent.entity_label(n) for n in names]
+    df = {r[0]: int(r[1]) for r in rows}
+    # Label vectors outlive the index (which every add drops): only new labels are embedded.
+    known = rt.label_vectors
+    new = [lb for lb in dict.fromkeys(labels) if lb not in known]
+    if new:
+        known.update(zip(new, rt.embedder.embed_documents(new), strict=True))
+    matrix = np.stack([known[lb] for lb in labels]) if labels else None
+    idx = EntityIndex(labels=labels, names=names, df=df, matrix=matrix)
+    rt.entity_indexes[tenant] = idx
+    return idx
+
+
+def _by_word(idx: EntityIndex) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    if idx.by_word is None:
+        by_word: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for name, label in zip(idx.names, idx.labels, strict=True):
+            parts = tuple(w for w in label.split() if len(w) >= 3)
+            if parts:
+                by_word.setdefault(parts[0], []).append((name, parts))
+        idx.by_word = by_word
+    return idx.by_word
+
+
+def _entity_strengths(rt: Runtime, idx: EntityIndex, qvec: np.ndarray, qtok: list[str]
+                      ) -> dict[str, float]:
+    """Entities the query names (every 3+ character word of the name is a query word) or
+    resembles (label cosine >= ``entity_similarity_threshold``), with their strength."""
+    words = {t for t in act.word_tokens(" ".join(qtok)) if len(t) >= 3}
+    strength: dict[str, float] = {}
+    by_word = _by_word(idx)
+    for word in words:
+        for name, parts in by_word.get(word, ()):
+            if all(w in words for w in parts):
+                strength[name] = NAME_MATCH_STRENGTH
+    if idx.matrix is not None:
+        sims = idx.matrix @ qvec
+        for j in np.nonzero(sims >= rt.config.entity_similarity_threshold)[0]:
+            name = idx.names[int(j)]
+            strength[name] = max(strength.get(name, 0.0), float(sims[j]))
+    return strength
+
+
+def _weighted_entities(rt: Runtime, conn: Connection, tenant: str, idx: EntityIndex,
+                       strength: Mapping[str, float], bound: float
+                       ) -> list[tuple[float, str, float, float]]:
+    """``(s*weight, name, s, weight)`` of the entities worth reading, strongest first."""
+    if idx.active is None:
+        idx.active = rt.sql.active_count(conn, tenant)
+    total = max(1, idx.active)
+    weighted = []
+    for name, s in strength.items():
+        df = min(total, max(1, idx.df.get(name, 1)))
+        weight = math.log((total + 1) / df) / math.log(total + 1)
+        if weight >= MIN_ENTITY_WEIGHT and 0.8 * s * weight >= bound:
+            weighted.append((s * weight, name, s, weight))
+    weighted.sort(key=lambda t: (-t[0], t[1]))
+    return weighted[:QUERY_ENTITIES]
+
+
+def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
+                  qvec: np.ndarray, qtok: list[str], kw_score: Callable[[str], float],
+                  c: Candidates, bound: float = 0.0) -> None:
+    """Step 3: entities the query names or resembles boost their memories.
+
+    An entity's strength ``s`` is ``NAME_MATCH_STRENGTH`` when every 3+ character word of
+    its name is a query word, else the cosine of its label to the query when that reaches
+    ``entity_similarity_threshold``. Its weight ``ln((N+1)/df) / ln(N+1)`` (N active
+    memories, df of them linked to it) discounts entities spread over much of the tenant
+    (a speaker's name in a long chat); under ``MIN_ENTITY_WEIGHT`` it is ignored. The
+    ``QUERY_ENTITIES`` strongest entities (by ``s*weight``) each seed at most
+    ``entity_fanout`` memories, best fused first: ``seed = max(seed,
+    0.8*s*importance*weight)``. An entity whose boost could not reach ``bound`` (the
+    activation a memory needs to reach the top k, or the floor) is skipped.
+    """
+    if rt.config.entity_fanout == 0:
+        return
+    idx = entity_index(rt, conn, req.tenant)
+    if not idx.names:
+        return
+    strength = _entity_strengths(rt, idx, qvec, qtok)
+    if not strength:
+        return
+    for _, name, s, weight in _weighted_entities(rt, conn, req.tenant, idx, strength, bound):
+        _boost_entity(rt, conn, col, req, qvec, kw_score, c, (name, s, weight), bound)
+
+
+def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
+                  qvec: np.ndarray, kw_score: Callable[[str], float], c: Candidates,
+                  entity: tuple[str, float, float], bound: float) -> None:
+    """Seed the best fused memories linked to one ``(name, strength, weight)`` entity."""
+    cfg = rt.config
+    name, s, weight = entity
+    # only memories important enough for their boost to reach the bound
+    least = bound / (0.8 * s * weight)
+    linked = rt.sql.entity_members_by_importance(conn, req.tenant, name, least,
+                                                 cfg.entity_fanout * ENTITY_POOL)
+    new = [i for i in linked if i not in c.rows]
+    if new:
+        c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True))
+    linked = [i for i in linked if i in c.rows and visible(c.rows[i], req.topic)]
+    need = [i for i in linked if i not in c.cos]
+    if need:
+        vecs = rt.candidate_vectors(conn, col, need)
+        c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
+    for i in linked:
+        if i not in c.info:
+            kw = kw_score(keyword_text(rt, c.rows[i]))
+            fused = act.fuse(max(0.0, c.cos.get(i, 0.0)), kw,
+                             keyword_weight=cfg.hybrid_keyword_weight)
+            c.info[i] = SeedInfo(cosine=c.cos.get(i), keyword=kw, seed=None, fused=fused)
+    linked.sort(key=lambda i: (-(c.info[i].seed or c.info[i].fused), i))
+    for i in linked[:cfg.entity_fanout]:
+        boost = 0.8 * s * c.rows[i].importance * weight
+        if boost > c.seeds.get(i, 0.0) and boost >= bound:
+            c.seeds[i] = boost
+            c.info[i].entity = name
+
+
+# -- 4. spreading -----------------------------------------------------------------------------
+def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
+    """The least spread activation that can still change what ``recall`` returns.
+
+    Below the floor a memory is dropped anyway. And since spreading only raises
+    activations, the k-th best seed score is a floor for the k-th best final score; a
+    memory whose activation ``a`` gives at most ``w_sim*a + (1 - w_sim)`` cannot beat it,
+    so activations under ``(kth - (1 - w_sim)) / w_sim`` need not be spread at all.
+    """
+    weights, k = req.weights, req.k
+    if req.entity is not None or weights.sim <= 0:
+        return req.floor
+    scores = sorted((final_score(rt, c.rows[m], a, weights, req.now)
+                     for m, a in c.seeds.items()
+                     if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
+    if len(scores) < k:
+        return req.floor
+    return max(req.floor, (scores[k - 1] - (1.0 - weights.sim)) / weights.sim)
+
+
+class _Spreader:
+    """The neighbours function of :func:`mnemonia.scoring.activation.spread`: reads the
+    edges of a frontier from the side-store, strongest first, within the bound."""
+
+    def __init__(self, rt: Runtime, conn: Connection, req: RecallRequest, c: Candidates,
+                 bound: float) -> None:
+        self.rt, self.conn, self.req, self.c, self.bound = rt, conn, req, c, bound
+        self.topics = {mid: r.topic for mid, r in c.rows.items()}
+        spread_types = set(act.RELATION_WEIGHTS) | set(rt.type_weights)
+        self.type_weight = {t: act.relation_weight(t, rt.type_weights or None)
+                            for t in spread_types}
+        self.symmetric = sorted(act.SYMMETRIC_RELATIONS)
+        self.decay = rt.config.spread_decay
+
+    def __call__(self, given: Collection[str]) -> list[act.Edge]:
+        level = given if isinstance(given, Mapping) else dict.fromkeys(given, 1.0)
+        rows = self.c.rows
+        frontier = {m for m, a in level.items() if a * self.decay >= self.bound
+                    and m in rows and rows[m].has_edges}
+        if not frontier:
+            return []
+        raw = self.rt.sql.edges_around(self.conn, self.req.tenant, sorted(frontier),
+                                       self.symmetric, EDGES_PER_SOURCE)
+        edges = self._choose(raw, frontier, level)
+        new = [i for i in {e.dst for e in edges} | {e.src for e in edges} if i not in rows]
+        if new:
+            rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True))
+            self.topics.update({i: rows[i].topic for i in new if i in rows})
+        topic = self.req.topic
+        return [e for e in edges
+                if e.src in rows and e.dst in rows
+                and visible(rows[e.src], topic) and visible(rows[e.dst], topic)]
+
+    def _choose(self, raw: list[Any], frontier: set[str], level: Mapping[str, float]
+                ) -> list[act.Edge]:
+        """Each frontier memory spreads along its EDGES_PER_SOURCE strongest edges only,
+        so a hub (a memory many others link to) costs no more than any other memory."""
+        by_source: dict[str, list[tuple[float, str, str, str, float]]] = {}
+        for src, dst, rtype, strength in raw:  # (src, dst, type, strength) tuples
+            tw = self.type_weight.get(rtype)
+            if tw is None:
+                continue  # not a spreading type
+            w = strength * tw
+            if src in frontier and level[src] * w * self.decay >= self.bound:
+                by_source.setdefault(src, []).append((-w, dst, rtype, src, strength))
+            if dst in frontier and rtype in act.SYMMETRIC_RELATIONS \
+                    and level[dst] * w * self.decay >= self.bound:
+                by_source.setdefault(dst, []).append((-w, src, rtype, src, strength))
+        chosen: dict[tuple[str, str, str], act.Edge] = {}
+        for source, out in by_source.items():
+            out.sort()
+            for _, other, rtype, src, strength in out[:EDGES_PER_SOURCE]:
+                dst = other if src == source else source
+                if (src, dst, rtype) not in chosen:
+                    chosen[(src, dst, rtype)] = act.Edge(src=src, dst=dst, type=rtype,
+                                                         strength=strength)
+        return list(chosen.values())
+
+
+# -- 5. scoring -------------------------------------------------------------------------------
+def retention_of(rt: Runtime, r: Any, now: datetime) -> float:
+    return ret.retention(accessed_at=from_ts(r.accessed_at), now=now,
+                         importance=r.importance, stability=r.stability,
+                         half_life=rt.config.retention_half_life)
+
+
+def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.ModeWeights,
+                now: datetime) -> float:
+    """The mode's final score of one memory row at ``activation``."""
+    if weights.conf == 0.0 and weights.rec == 0.0 and weights.util == 0.0:
+        return weights.sim * min(1.0, activation)  # relevance: nothing else to read
+    R = retention_of(rt, r, now) if weights.rec > 0.0 else 0.0
+    return modes_mod.final_score(activation=min(1.0, activation), importance=r.importance,
+                                 retention=R, utility=r.utility, weights=weights)
+
+
+def _ranked(rt: Runtime, req: RecallRequest, c: Candidates
+            ) -> list[tuple[float, str, act.Activation]]:
+    """Activated memories over the floor by final score: the top ``k``, then the first
+    ``episode_k`` direct episode hits; members whose concept is present give way to it."""
+    rows = c.rows
+    prelim: list[tuple[float, str, act.Activation]] = []
+    for mid, a in c.activations.items():
+        if a.value < req.floor or mid not in rows:
+            continue
+        prelim.append((final_score(rt, rows[mid], a.value, req.weights, req.now), mid, a))
+    prelim.sort(key=lambda t: (-t[0], t[1]))
+    present = {mid for _, mid, _ in prelim}
+    prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
+    extra = [t for t in prelim[req.k:] if rows[t[1]].kind == "episode"
+             and not (t[2].source and t[2].relation)][:req.episode_k]
+    return prelim[:req.k] + extra
+
+
+def _score(rt: Runtime, conn: Connection, req: RecallRequest, c: Candidates) -> list[Hit]:
+    """Hits for the top ``k`` and, after them, for the first ``episode_k`` direct episode
+    hits (what ``recall`` returns), so the work past scoring does not grow with the
+    activated set."""
+    prelim = _ranked(rt, req, c)
+    links = _links(rt, conn, req.tenant, [mid for _, mid, _ in prelim])
+    hits = []
+    for score, mid, a in prelim:
+        r = c.rows[mid]
+        meta = c.info.get(mid)
+        exp = Explanation(
+            cosine=meta.cosine if meta else None, keyword=meta.keyword if meta else None,
+            seed=a.seed if a.seed > 0 else None,
+            path=(a.source, a.relation) if a.source and a.relation else None,
+            entity=meta.entity if meta else None, activation=a.value,
+            importance=r.importance, retention=retention_of(rt, r, req.now),
+            utility=r.utility, mode=req.mode, score=score)
+        contra, sup = links.get(mid, ((), ()))
+        hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
+                        contradictions=contra, supersedes=sup, superseded_by=r.superseded_by))
+    return hits
+
+
+def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
+           ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    if not ids:
+        return {}
+    contra: dict[str, list[str]] = {}
+    sup: dict[str, list[str]] = {}
+    for src, dst, rtype, _ in rt.sql.typed_links(conn, tenant, ids, HIDDEN_RELATIONS):
+        if rtype == "contradicts":
+            contra.setdefault(src, []).append(dst)
+            contra.setdefault(dst, []).append(src)
+        else:
+            sup.setdefault(src, []).append(dst)
+    return {i: (tuple(dict.fromkeys(contra.get(i, ()))), tuple(sup.get(i, ())))
+            for i in ids}
+
+
+# -- 7. side effects --------------------------------------------------------------------------
+def _touch(rt: Runtime, req: RecallRequest, hits: list[Hit]) -> None:
+    cfg = rt.config
+    with rt.writing() as conn:
+        rt.sql.record_access(conn, req.tenant, [(h.memory.id, h.score) for h in hits],
+                             k=req.k, user_id=req.user_id, at=to_ts(req.now),
+                             growth=cfg.stability_growth, cap=cfg.stability_cap)

@@ -1,0 +1,205 @@
+"""What every layer below the front door receives: config, clock, embedder, the two stores, the
+entity cache, and the ``writing()`` / ``reading()`` scopes.
+
+:class:`~mnemonia.engine.MemoryEngine` builds one :class:`Runtime` when it opens a store and
+hands it to :mod:`mnemonia.ingest`, :mod:`mnemonia.recall`, :mod:`mnemonia.lifecycle`,
+:mod:`mnemonia.transfer` and the :mod:`mnemonia.maintenance` jobs; none of them imports the
+engine.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mnemonia import entities as ent
+from mnemonia.config import MnemoniaConfig
+from mnemonia.embeddings import Embedder, QueryCache
+from mnemonia.errors import InvalidInputError, StoreError
+from mnemonia.store.repository import Connection, SideStore
+from mnemonia.store.vector import VectorIndex
+
+__all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "store_folders"]
+
+Summariser = Callable[[list[str]], str]
+"""``texts -> text``: writes a concept's text in consolidation (e.g. an LLM)."""
+
+
+@dataclass
+class EntityIndex:
+    """Per-tenant entity names, document frequencies and label vectors, kept in memory."""
+
+    labels: list[str]
+    names: list[str]
+    df: dict[str, int]
+    matrix: np.ndarray | None
+    active: int | None = None  # active memories of the tenant, read once (recall's IDF)
+    # first 3+ character word of a name -> (name, all its 3+ character words), built once
+    by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
+
+
+class StoreLock:
+    """An exclusive advisory lock on an embedded store folder: one writing process at a time."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / ".mnemonia.lock"
+        self._fh = open(self.path, "a+")  # noqa: SIM115 - held for the engine's lifetime
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as e:
+            self._fh.close()
+            raise StoreError(
+                f"the embedded store at {str(folder)!r} is open in another process; an embedded "
+                "store allows one process at a time (close the other engine, or use server mode: "
+                "MemoryEngine.open(chroma_url=..., sql_url=...))"
+            ) from e
+
+    def release(self) -> None:
+        if not self._fh.closed:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_UN)
+            self._fh.close()
+
+
+def store_folders(path: Any, chroma_url: str | None, sql_url: str | None
+             ) -> tuple[Path | None, str]:
+    """The store folder (made if missing) and the side-store URL."""
+    folder: Path | None = None
+    if chroma_url is None or path is not None:
+        folder = Path(path if path is not None else "./memory").expanduser().resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+    if sql_url is None:
+        if folder is None:
+            raise InvalidInputError(
+                "server mode needs sql_url (e.g. 'postgresql+psycopg://user@host/db') or a "
+                "path for a local SQLite side-store"
+            )
+        sql_url = f"sqlite:///{folder / 'mnemonia.sqlite3'}"
+    return folder, sql_url
+
+
+class Runtime:
+    """The open store and everything the layers below the engine share.
+
+    Thread-safe within one process: writers take :meth:`writing` (or hold :meth:`exclusive`
+    across several transactions); readers take :meth:`reading`.
+    """
+
+    def __init__(self, *, vectors: VectorIndex, sql: SideStore, config: MnemoniaConfig,
+                 clock: Any, embedder: Embedder, path: Path | None = None,
+                 entity_extractor: ent.EntityExtractor | None = None,
+                 summariser: Summariser | None = None, lock: StoreLock | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.embedder = embedder
+        self.path = path
+        self.vectors = vectors
+        self.sql = sql
+        self.summariser = summariser
+        self.extract: ent.EntityExtractor = entity_extractor or ent.extract_entities
+        self.type_weights: dict[str, float] = dict(config.relation_types)
+        self.query_cache = QueryCache(config.query_cache_size)
+        self.entity_indexes: dict[str, EntityIndex] = {}
+        # Label vectors outlive the entity indexes (which every add drops).
+        self.label_vectors: dict[str, np.ndarray] = {}
+        self.known_tenants: set[str] = set()
+        self.closed = False
+        self._lock = threading.RLock()
+        self._folder_lock = lock
+
+    @classmethod
+    def open(cls, path: Any, *, chroma_url: str | None, sql_url: str | None,
+             config: MnemoniaConfig, clock: Any, embedder: Embedder,
+             entity_extractor: ent.EntityExtractor | None, summariser: Summariser | None,
+             namespace: str) -> Runtime:
+        """Open both stores (an embedded store's folder locked for this process)."""
+        folder, url = store_folders(path, chroma_url, sql_url)
+        lock = StoreLock(folder) if chroma_url is None and folder is not None else None
+        try:
+            side = SideStore(url, attempts=config.retry_attempts, max_wait=config.retry_max_wait)
+            side.setup()
+            vectors = VectorIndex(
+                path=str(folder / "chroma") if chroma_url is None and folder else None,
+                url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,
+                namespace=namespace)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return cls(vectors=vectors, sql=side, config=config, clock=clock, embedder=embedder,
+                   path=folder, entity_extractor=entity_extractor, summariser=summariser,
+                   lock=lock)
+
+    # -- scopes ------------------------------------------------------------------------------
+    def check_open(self) -> None:
+        """Raise :class:`StoreError` once the engine is closed."""
+        if self.closed:
+            raise StoreError("this MemoryEngine is closed; open a new one")
+
+    def now(self) -> datetime:
+        return self.clock.now()  # type: ignore[no-any-return]
+
+    def exclusive(self) -> threading.RLock:
+        """The write lock alone, for a write that spans several transactions."""
+        return self._lock
+
+    @contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """A transaction under the write lock, committed on leaving."""
+        with self._lock, self.sql.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection for reads (no write lock)."""
+        with self.sql.connect() as conn:
+            yield conn
+
+    def close(self) -> None:
+        """Close both stores and release the folder lock. Safe to call twice."""
+        if self.closed:
+            return
+        self.closed = True
+        self.vectors.close()
+        self.sql.dispose()
+        if self._folder_lock is not None:
+            self._folder_lock.release()
+
+    # -- shared lookups --------------------------------------------------------------------
+    def collection(self, tenant: str, *, create: bool) -> Any:
+        """The tenant's Chroma collection (``None`` when it has none and ``create`` is off)."""
+        if create:
+            return self.vectors.collection(tenant, model=self.embedder.name,
+                                           dimension=self.embedder.dimension, create=True)
+        if tenant not in self.known_tenants:
+            with self.reading() as conn:
+                if not self.sql.has_collection(conn, tenant):
+                    return None
+            self.known_tenants.add(tenant)
+        return self.vectors.collection(tenant, model=self.embedder.name, dimension=0,
+                                       create=False)
+
+    def candidate_vectors(self, conn: Connection, col: Any, ids: Sequence[str]
+                          ) -> dict[str, np.ndarray]:
+        """Vectors of ``ids``: from the side-store, and from Chroma for memories stored
+        before the side-store kept vectors."""
+        out = {i: np.frombuffer(b, dtype="<f4") for i, b in self.sql.vectors_get(conn, ids).items()}
+        missing = [i for i in ids if i not in out]
+        if missing:
+            out.update(self.vectors.get_vectors(col, missing))
+        return out
+
+    def forget_entities(self, tenant: str) -> None:
+        """Drop the tenant's entity index (it is rebuilt on the next recall)."""
+        self.entity_indexes.pop(tenant, None)
+
+    def tenants(self) -> list[str]:
+        with self.reading() as conn:
+            return self.sql.tenants(conn)

@@ -1,0 +1,866 @@
+"""The SQL side-store (SQLAlchemy Core): the system of record for lifecycle state, relations,
+logs and the keyword index, and the one home of every SQL statement Mnemonia runs.
+
+SQLite by default (a file next to the Chroma folder, FTS5 with bm25 ranking); any SQLAlchemy URL
+works, with PostgreSQL full-text search in server mode. Dialect branches live here only; the
+tables and migrations are in :mod:`mnemonia.store.schema`.
+Times are stored as float seconds since the epoch (UTC).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+import time
+from collections import Counter, namedtuple
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from mnemonia.clock import from_ts
+from mnemonia.config import DEFAULT_KEYWORD_POSTINGS
+from mnemonia.errors import MemoryNotFoundError, StoreError, StoreUnavailableError
+from mnemonia.models import KINDS, Event, Memory, Relation
+from mnemonia.scoring.reevaluation import STATES
+from mnemonia.scoring.sm2 import SM2State
+from mnemonia.store.schema import (
+    MIGRATIONS,
+    access_log,
+    collections,
+    keyword_terms,
+    kv,
+    memories,
+    memory_entities,
+    memory_events,
+    memory_vectors,
+    relations,
+    schema_migrations,
+    tenant_token,
+)
+from mnemonia.validation import memory_id as check_id
+
+__all__ = ["MAX_KEYWORD_POSTINGS", "Connection", "SideStore", "chunks"]
+
+# bm25 ranking scores every memory a query word occurs in, so a word found in a large share of
+# a big store would make keyword search grow with the store. Query words are taken rarest
+# first while their total number of postings (in the asking tenant) stays within a budget
+# (``MnemoniaConfig.keyword_postings``); the words left out are the most common ones, whose
+# idf is the smallest anyway.
+MAX_KEYWORD_POSTINGS = DEFAULT_KEYWORD_POSTINGS
+
+_WORD = re.compile(r"\w+")
+
+_MEMORY_COLUMNS = ", ".join(f"m.{c.name}" for c in memories.columns)
+_MEMORY_COLUMNS_EDGES = _MEMORY_COLUMNS + (
+    ", (EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.src = m.id) OR "
+    "EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.dst = m.id)) "
+    "AS has_edges")
+
+
+def _opt_dt(ts: float | None) -> datetime | None:
+    return None if ts is None else from_ts(ts)
+
+
+class SideStore:
+    """SQL half of a Mnemonia store. Thread-safe for one process (one writer at a time)."""
+
+    def __init__(self, url: str, *, attempts: int = 5, max_wait: float = 2.0) -> None:
+        self.url = url
+        self._attempts = attempts
+        self._max_wait = max_wait
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            kwargs["poolclass"] = sa.pool.StaticPool if ":memory:" in url else sa.pool.QueuePool
+        else:
+            kwargs["pool_pre_ping"] = True
+        try:
+            self.engine: Engine = sa.create_engine(url, **kwargs)
+        except Exception as e:  # bad URL or missing driver
+            raise StoreError(f"cannot open SQL store {url!r}: {e}") from e
+        self.dialect = self.engine.dialect.name
+        self._qmark = self.engine.dialect.paramstyle == "qmark"
+        self._dbapi_error = self.engine.dialect.loaded_dbapi.Error
+        self._lock = threading.RLock()
+        if self.dialect == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    # -- setup -----------------------------------------------------------------------------
+    def setup(self) -> list[int]:
+        """Apply every migration not yet applied. Idempotent; returns the versions applied."""
+        applied: list[int] = []
+        with self.begin() as conn:
+            schema_migrations.create(conn, checkfirst=True)
+            done = {r[0] for r in conn.execute(sa.select(schema_migrations.c.version))}
+            for version, name, fn in MIGRATIONS:
+                if version in done:
+                    continue
+                fn(conn)
+                conn.execute(schema_migrations.insert().values(
+                    version=version, name=name, applied_at=time.time()))
+                applied.append(version)
+        return applied
+
+    # -- connections -----------------------------------------------------------------------
+    def _unavailable(self, exc: BaseException) -> bool:
+        """The database did not answer (as opposed to rejecting a statement). ``exc`` is
+        SQLAlchemy's wrapper or the driver's own error."""
+        if isinstance(exc, sa.exc.DBAPIError):
+            if exc.connection_invalidated:
+                return True
+            exc = exc.orig if isinstance(exc.orig, BaseException) else exc
+        dbapi = self.engine.dialect.loaded_dbapi
+        kinds = (sa.exc.OperationalError, dbapi.OperationalError)
+        if self.dialect == "sqlite":  # a local file: only a lock held too long
+            return isinstance(exc, kinds) and "locked" in str(exc)
+        return isinstance(exc, (*kinds, sa.exc.InterfaceError, dbapi.InterfaceError))
+
+    def _checkout(self) -> Connection:
+        """A pooled connection. Reaching a database server goes through tenacity (exponential
+        backoff with jitter, bounded); when the attempts run out: StoreUnavailableError."""
+        retrying = Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
+            retry=retry_if_exception(self._unavailable),
+            reraise=False,
+        )
+        try:
+            return retrying(self.engine.connect)
+        except RetryError as e:
+            last = e.last_attempt.exception()
+            raise StoreUnavailableError(
+                f"the SQL store ({self.engine.url.render_as_string(hide_password=True)}) did "
+                f"not answer after {self._attempts} attempts: {last}") from last
+
+    @contextmanager
+    def _session(self, transaction: bool) -> Iterator[Connection]:
+        conn = self._checkout()
+        try:
+            with conn:
+                if transaction:
+                    with conn.begin():
+                        yield conn
+                else:
+                    yield conn
+        except sa.exc.DBAPIError as e:
+            # A transaction cut off by a lost server is rolled back by the server: nothing
+            # of it is written. The caller gets a typed error.
+            if self._unavailable(e):
+                raise StoreUnavailableError(f"the SQL store stopped answering: {e.orig}") from e
+            raise
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        """A connection in a transaction, committed on leaving (one writer at a time)."""
+        with self._lock, self._session(True) as conn:
+            yield conn
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with self._session(False) as conn:
+            yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- driver SQL ----------------------------------------------------------------------
+    def sql(self, statement: str) -> str:
+        """``statement`` (written with ``?`` placeholders) in the driver's parameter style.
+
+        The recall path sends plain driver SQL: SQLAlchemy's statement building costs more
+        than SQLite's execution for these small primary-key reads.
+        """
+        return statement if self._qmark else statement.replace("?", "%s")
+
+    def in_marks(self, n: int) -> str:
+        return ",".join("?" * n)
+
+    def fetch(self, conn: Connection, statement: str, params: Sequence[Any] = (), *,
+              named: bool = False) -> list[Any]:
+        """Rows of a read (``?`` placeholders) straight from the driver's cursor: tuples, or
+        with ``named`` rows whose columns are attributes. For the recall path, where
+        SQLAlchemy's result objects cost more than the reads themselves."""
+        cur = conn.connection.cursor()
+        try:
+            cur.execute(self.sql(statement), tuple(params))
+            rows: list[Any] = list(cur.fetchall())
+            if named and rows:
+                make = _row_class(tuple(d[0] for d in cur.description))._make
+                rows = [make(r) for r in rows]
+            return rows
+        except self._dbapi_error as e:
+            if self._unavailable(e):
+                conn.invalidate()
+                raise StoreUnavailableError(f"the SQL store stopped answering: {e}") from e
+            raise StoreError(f"SQL read failed: {e}") from e
+        finally:
+            cur.close()
+
+    # -- vectors ---------------------------------------------------------------------------
+    def vectors_put(self, conn: Connection, items: Sequence[tuple[str, Any]], *,
+                    replace: bool = False) -> None:
+        """Store ``(memory_id, vector)`` pairs as float32 bytes (``replace``: over old ones)."""
+        if not items:
+            return
+        if replace:
+            self.vectors_delete(conn, [i for i, _ in items])
+        conn.execute(memory_vectors.insert(), [
+            {"memory_id": i, "vector": _f32_bytes(v)} for i, v in items])
+
+    def vectors_get(self, conn: Connection, ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors (float32 bytes) of those of ``ids`` that have one."""
+        out: dict[str, bytes] = {}
+        for chunk in chunks(list(ids), 500):
+            out.update((r[0], bytes(r[1])) for r in self.fetch(
+                conn, "SELECT memory_id, vector FROM memory_vectors "
+                f"WHERE memory_id IN ({self.in_marks(len(chunk))})", chunk))
+        return out
+
+    def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
+        for chunk in chunks(list(ids), 500):
+            conn.execute(memory_vectors.delete().where(memory_vectors.c.memory_id.in_(chunk)))
+
+    # -- keyword index ---------------------------------------------------------------------
+    def fts_insert(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Index ``(memory_id, tenant, text)`` rows (and count their terms' documents)."""
+        if self.dialect != "sqlite" or not rows:
+            return  # PostgreSQL keeps a generated tsvector column
+        bodies = [(" ".join(keyword_terms(text, tenant_token(tenant))), mid)
+                  for mid, tenant, text in rows]
+        conn.exec_driver_sql("INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)", bodies)
+        df = Counter(t for body, _ in bodies for t in set(body.split()))
+        conn.exec_driver_sql(
+            "INSERT INTO keyword_df(term, docs) VALUES (?, ?) "
+            "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs", list(df.items()))
+
+    def fts_delete(self, conn: Connection, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if self.dialect != "sqlite" or not ids:
+            return
+        for chunk in chunks(ids, 500):
+            marks = self.in_marks(len(chunk))
+            bodies = conn.exec_driver_sql(
+                f"SELECT body FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
+            ).fetchall()
+            conn.exec_driver_sql(
+                f"DELETE FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
+            )
+            df = Counter(t for (body,) in bodies for t in set(body.split()))
+            if df:
+                conn.exec_driver_sql("UPDATE keyword_df SET docs = docs - ? WHERE term = ?",
+                                     [(n, t) for t, n in df.items()])
+                conn.exec_driver_sql("DELETE FROM keyword_df WHERE term = ? AND docs <= 0",
+                                     [(t,) for t in df])
+
+    def _within_budget(self, conn: Connection, terms: Sequence[str], budget: int
+                       ) -> list[str]:
+        """The query terms, rarest first, while their postings fit in ``budget``."""
+        df = dict(self.fetch(
+            conn, f"SELECT term, docs FROM keyword_df WHERE term IN ({self.in_marks(len(terms))})",
+            terms))
+        kept: list[str] = []
+        total = 0
+        for t in sorted(terms, key=lambda t: df.get(t, 0)):
+            n = int(df.get(t, 0))
+            if n == 0:
+                continue  # occurs nowhere in this tenant: nothing to match
+            if total + n > budget:
+                break
+            kept.append(t)
+            total += n
+        return kept
+
+    def keyword_search(
+        self, conn: Connection, tenant: str, tokens: Sequence[str], limit: int,
+        max_postings: int = MAX_KEYWORD_POSTINGS,
+    ) -> list[tuple[str, float]]:
+        """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank).
+
+        On SQLite the query words are limited to a postings budget (rarest first in the
+        tenant), so the cost stays bounded however large the store grows.
+        """
+        words = [t for t in tokens if _WORD.fullmatch(t)]
+        if not words or limit <= 0:
+            return []
+        if self.dialect == "sqlite":
+            token = tenant_token(tenant)
+            terms = list(dict.fromkeys(t for w in words for t in keyword_terms(w, token)))
+            terms = self._within_budget(conn, terms, max_postings) if terms else []
+            if not terms:
+                return []
+            match = " OR ".join(f'"{t}"' for t in terms)
+            rows = self.fetch(
+                conn, "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
+                "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?", (match, limit))
+            return [(r[0], -float(r[1])) for r in rows]
+        if self.dialect == "postgresql":
+            query = " | ".join(words)
+            found = conn.execute(
+                sa.text(
+                    "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
+                    "WHERE tenant = :t AND status = 'committed' "
+                    "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC LIMIT :n"
+                ),
+                {"q": query, "t": tenant, "n": limit},
+            ).fetchall()
+            return [(r[0], float(r[1])) for r in found]
+        # Other dialects have no keyword index here: recall runs on the vectors alone.
+        return []
+
+    # -- kv --------------------------------------------------------------------------------
+    def kv_get(self, conn: Connection, key: str) -> Any:
+        row = conn.execute(sa.select(kv.c.value).where(kv.c.key == key)).first()
+        return None if row is None else json.loads(row[0])
+
+    def kv_set(self, conn: Connection, key: str, value: Any) -> None:
+        payload = json.dumps(value)
+        updated = conn.execute(kv.update().where(kv.c.key == key).values(value=payload)).rowcount
+        if not updated:
+            conn.execute(kv.insert().values(key=key, value=payload))
+
+    # -- memory rows -------------------------------------------------------------------------
+    @staticmethod
+    def to_memory(r: Any) -> Memory:
+        """The :class:`~mnemonia.models.Memory` of a ``memories`` row."""
+        return Memory(
+            id=r.id, tenant=r.tenant, text=r.text, kind=r.kind, topic=r.topic,
+            entities=tuple(json.loads(r.entities)), importance=r.importance,
+            created_at=from_ts(r.created_at), accessed_at=from_ts(r.accessed_at),
+            access_count=r.access_count, stability=r.stability,
+            sm2=SM2State(easiness=r.easiness, interval_days=r.interval_days,
+                         repetitions=r.repetitions, next_review=_opt_dt(r.next_review),
+                         last_quality=r.last_quality),
+            utility=r.utility, state=r.state, pinned=bool(r.pinned),
+            deleted_at=_opt_dt(r.deleted_at), superseded_by=r.superseded_by,
+            consolidated_into=r.consolidated_into, session_id=r.session_id,
+            metadata=json.loads(r.metadata), embedding_model=r.embedding_model,
+        )
+
+    def rows(self, conn: Connection, tenant: str, ids: Iterable[str], *, edges: bool = False
+             ) -> dict[str, Any]:
+        """Committed rows of ``ids`` in ``tenant``; with ``edges``, each row also says in
+        ``has_edges`` whether any relation starts or ends at it (so spreading reads
+        relations only for memories that have some)."""
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, Any] = {}
+        columns = _MEMORY_COLUMNS_EDGES if edges else _MEMORY_COLUMNS
+        for chunk in chunks(ids):
+            # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
+            # tenant index and scan the whole tenant. Tenant and status are checked here.
+            for r in self.fetch(conn, f"SELECT {columns} FROM memories AS m "
+                                f"WHERE m.id IN ({self.in_marks(len(chunk))})",
+                                chunk, named=True):
+                if r.tenant == tenant and r.status == "committed":
+                    out[r.id] = r
+        return out
+
+    def row(self, conn: Connection, tenant: str, memory_id: Any) -> Any:
+        """The committed row of one memory of ``tenant``, or :class:`MemoryNotFoundError`."""
+        check_id(memory_id)
+        r = conn.execute(sa.select(memories).where(memories.c.id == memory_id,
+                                                   memories.c.status == "committed")).first()
+        if r is None or r.tenant != tenant:
+            # Another tenant's memory is reported exactly like a missing one: no leak.
+            raise MemoryNotFoundError(f"no memory with id {memory_id!r} in tenant {tenant!r}")
+        return r
+
+    def memory(self, conn: Connection, tenant: str, memory_id: Any) -> Memory:
+        return self.to_memory(self.row(conn, tenant, memory_id))
+
+    def full_rows(self, conn: Connection, ids: Sequence[str]) -> list[Any]:
+        """Every column of the rows of ``ids``, in the order of ``ids``."""
+        result = conn.execute(sa.select(memories).where(memories.c.id.in_(list(ids)))).fetchall()
+        order = {mid: i for i, mid in enumerate(ids)}
+        return sorted(result, key=lambda r: order[r.id])
+
+    def owners(self, conn: Connection, ids: Sequence[str]) -> dict[str, str]:
+        """``{id: tenant}`` of those of ``ids`` that exist (in any state)."""
+        found: dict[str, str] = {}
+        for chunk in chunks(ids):
+            found.update({r[0]: r[1] for r in conn.execute(sa.select(
+                memories.c.id, memories.c.tenant).where(memories.c.id.in_(chunk)))})
+        return found
+
+    def existing_ids(self, conn: Connection, ids: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        for chunk in chunks(ids):
+            out += [r[0] for r in conn.execute(
+                sa.select(memories.c.id).where(memories.c.id.in_(chunk)))]
+        return out
+
+    def tenant_of(self, conn: Connection, memory_id: str) -> str | None:
+        """The tenant of a committed memory, or ``None``."""
+        r = conn.execute(sa.select(memories.c.tenant).where(
+            memories.c.id == memory_id, memories.c.status == "committed")).first()
+        return None if r is None else str(r.tenant)
+
+    def list_memories(self, conn: Connection, tenant: str, *, session_id: str | None,
+                      include_deleted: bool, limit: int | None) -> list[Memory]:
+        """A tenant's memories in insertion order (optionally one session's)."""
+        q = sa.select(memories).where(memories.c.tenant == tenant,
+                                      memories.c.status == "committed")
+        if session_id is not None:
+            q = q.where(memories.c.session_id == session_id)
+        if not include_deleted:
+            q = q.where(memories.c.deleted_at.is_(None))
+        q = q.order_by(memories.c.seq)
+        if limit is not None:
+            q = q.limit(limit)
+        return [self.to_memory(r) for r in conn.execute(q)]
+
+    def active_count(self, conn: Connection, tenant: str) -> int:
+        return int(conn.execute(sa.select(sa.func.count()).where(
+            memories.c.tenant == tenant, memories.c.deleted_at.is_(None),
+            memories.c.status == "committed")).scalar_one())
+
+    def active_rows(self, conn: Connection, tenant: str, columns: Sequence[str], *,
+                    enriched: bool = False, not_state: str | None = None,
+                    unsuperseded: bool = False, unconsolidated: bool = False,
+                    not_kind: str | None = None, due_by: float | None = None) -> list[Any]:
+        """``columns`` of the tenant's active (committed, not deleted) memories, narrowed by
+        the keyword filters (what the maintenance jobs scan)."""
+        m = memories.c
+        cond = [m.tenant == tenant, m.status == "committed", m.deleted_at.is_(None)]
+        if enriched:
+            cond.append(m.enriched_at.is_not(None))
+        if not_state is not None:
+            cond.append(m.state != not_state)
+        if unsuperseded:
+            cond.append(m.superseded_by.is_(None))
+        if unconsolidated:
+            cond.append(m.consolidated_into.is_(None))
+        if not_kind is not None:
+            cond.append(m.kind != not_kind)
+        if due_by is not None:
+            cond.append(sa.or_(m.next_review.is_(None), m.next_review <= due_by))
+        return list(conn.execute(sa.select(*(memories.c[c] for c in columns)).where(*cond)).all())
+
+    def stats(self, conn: Connection, tenant: str | None) -> dict[str, Any]:
+        """Counts over one tenant (or all): memories, deleted, consolidated, superseded,
+        relations, accesses, and active memories by state and by kind."""
+        m = memories
+        cond = [m.c.status == "committed"]
+        if tenant is not None:
+            cond.append(m.c.tenant == tenant)
+
+        def count(*more: Any) -> int:
+            return int(conn.execute(sa.select(sa.func.count()).where(*cond, *more)).scalar_one())
+
+        def grouped(col: Any) -> dict[str, int]:
+            return dict(conn.execute(sa.select(col, sa.func.count()).where(
+                *cond, m.c.deleted_at.is_(None)).group_by(col)).all())
+
+        rq = sa.select(sa.func.count()).select_from(relations)
+        lq = sa.select(sa.func.count()).select_from(access_log)
+        if tenant is not None:
+            rq = rq.where(relations.c.tenant == tenant)
+            lq = lq.where(access_log.c.tenant == tenant)
+        total, deleted = count(), count(m.c.deleted_at.is_not(None))
+        consolidated = count(m.c.consolidated_into.is_not(None))
+        superseded = count(m.c.superseded_by.is_not(None))
+        by_state, by_kind = grouped(m.c.state), grouped(m.c.kind)
+        rel_count, log_count = conn.execute(rq).scalar_one(), conn.execute(lq).scalar_one()
+        tenants = conn.execute(sa.select(sa.func.count()).select_from(collections)
+                               ).scalar_one() if tenant is None else 1
+        return {"tenants": tenants, "memories": total, "active": total - deleted,
+                "deleted": deleted, "consolidated": consolidated, "superseded": superseded,
+                "relations": rel_count, "accesses": log_count,
+                "by_state": {s: by_state.get(s, 0) for s in STATES},
+                "by_kind": {k: by_kind.get(k, 0) for k in KINDS}}
+
+    # -- writing memories --------------------------------------------------------------------
+    def insert_memories(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        conn.execute(memories.insert(), list(rows))
+
+    def update_memory(self, conn: Connection, memory_id: str, **values: Any) -> None:
+        """Set ``values`` on one memory row."""
+        conn.execute(memories.update().where(memories.c.id == memory_id).values(**values))
+
+    def update_each(self, conn: Connection, rows: Sequence[dict[str, Any]],
+                    columns: Sequence[str]) -> None:
+        """One executemany: each of ``rows`` (``b_id`` and ``columns``) updates its memory."""
+        if rows:
+            conn.execute(memories.update().where(memories.c.id == sa.bindparam("b_id")).values(
+                **{c: sa.bindparam(c) for c in columns}), list(rows))
+
+    def update_ids(self, conn: Connection, ids: Sequence[str], **values: Any) -> None:
+        """Set ``values`` on every memory of ``ids``."""
+        for chunk in chunks(list(ids)):
+            conn.execute(memories.update().where(memories.c.id.in_(chunk)).values(**values))
+
+    def mark_committed(self, conn: Connection, ids: Sequence[str]) -> None:
+        self.update_ids(conn, ids, status="committed")
+
+    def unfinished(self, conn: Connection) -> list[Any]:
+        """``(id, tenant, status)`` of memories a crash left pending or deleting."""
+        return list(conn.execute(
+            sa.select(memories.c.id, memories.c.tenant, memories.c.status)
+            .where(memories.c.status != "committed")).fetchall())
+
+    def clear_references(self, conn: Connection, memory_id: str) -> None:
+        """Memories superseded by or consolidated into ``memory_id`` no longer point at it."""
+        conn.execute(memories.update().where(memories.c.superseded_by == memory_id)
+                     .values(superseded_by=None))
+        conn.execute(memories.update().where(
+            memories.c.consolidated_into == memory_id).values(consolidated_into=None))
+
+    def purge(self, conn: Connection, tenant: str, ids: Sequence[str]) -> None:
+        """Remove every SQL trace of ``ids`` (used by hard forget and by rollback)."""
+        ids = list(ids)
+        if not ids:
+            return
+        for chunk in chunks(ids):
+            conn.execute(relations.delete().where(relations.c.tenant == tenant, sa.or_(
+                relations.c.src.in_(chunk), relations.c.dst.in_(chunk))))
+            conn.execute(access_log.delete().where(access_log.c.memory_id.in_(chunk)))
+            conn.execute(memory_events.delete().where(memory_events.c.memory_id.in_(chunk)))
+            conn.execute(memory_entities.delete().where(
+                memory_entities.c.memory_id.in_(chunk)))
+            conn.execute(memories.delete().where(memories.c.id.in_(chunk)))
+        self.vectors_delete(conn, ids)
+        self.fts_delete(conn, ids)
+
+    def soft_delete(self, conn: Connection, ids: Sequence[str], at: float) -> list[str]:
+        """Set ``deleted_at`` on those of ``ids`` still active; returns them."""
+        m = memories.c
+        still: list[str] = []
+        for chunk in chunks(list(ids)):
+            still += [r[0] for r in conn.execute(sa.select(m.id).where(
+                m.id.in_(chunk), m.deleted_at.is_(None)))]
+            conn.execute(memories.update().where(m.id.in_(chunk), m.deleted_at.is_(None))
+                         .values(deleted_at=at))
+        return still
+
+    # -- collections -------------------------------------------------------------------------
+    def has_collection(self, conn: Connection, tenant: str) -> bool:
+        return conn.execute(sa.select(collections.c.tenant)
+                            .where(collections.c.tenant == tenant)).first() is not None
+
+    def collections(self, conn: Connection) -> list[Any]:
+        return list(conn.execute(sa.select(collections)).fetchall())
+
+    def tenants(self, conn: Connection) -> list[str]:
+        return [r[0] for r in conn.execute(sa.select(collections.c.tenant)
+                                           .order_by(collections.c.tenant))]
+
+    def reserve_seq(self, conn: Connection, tenant: str, n: int, *, model: str, dimension: int,
+                    at: float) -> int:
+        """The first of ``n`` insertion numbers for new memories of ``tenant`` (the tenant's
+        collection row is made on its first memory)."""
+        coll = conn.execute(sa.select(collections).where(collections.c.tenant == tenant)).first()
+        if coll is None:
+            conn.execute(collections.insert().values(
+                tenant=tenant, embedding_model=model, dimension=dimension, created_at=at,
+                next_seq=n))
+            return 0
+        seq0 = int(coll.next_seq)
+        conn.execute(collections.update().where(collections.c.tenant == tenant)
+                     .values(next_seq=seq0 + n))
+        return seq0
+
+    # -- events ------------------------------------------------------------------------------
+    @staticmethod
+    def event_row(tenant: str, memory_id: str, event: str, at: float,
+                  before: Mapping[str, Any] | None = None,
+                  after: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One ``memory_events`` row (before / after as JSON)."""
+        return dict(tenant=tenant, memory_id=memory_id, event=event, at=at,
+                    before=json.dumps(before, default=str) if before is not None else None,
+                    after=json.dumps(after, default=str) if after is not None else None)
+
+    def insert_events(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        for chunk in chunks(list(rows)):
+            conn.execute(memory_events.insert(), list(chunk))
+
+    def event(self, conn: Connection, tenant: str, memory_id: str, event: str, at: float,
+              before: Mapping[str, Any] | None = None,
+              after: Mapping[str, Any] | None = None) -> None:
+        conn.execute(memory_events.insert().values(
+            **self.event_row(tenant, memory_id, event, at, before, after)))
+
+    def events_of(self, conn: Connection, tenant: str, memory_id: str) -> list[Event]:
+        """The audit trail of one memory, oldest first."""
+        rows = conn.execute(sa.select(memory_events).where(
+            memory_events.c.memory_id == memory_id, memory_events.c.tenant == tenant)
+            .order_by(memory_events.c.id)).fetchall()
+        return [Event(memory_id=r.memory_id, event=r.event, at=from_ts(r.at),
+                      before=json.loads(r.before) if r.before else None,
+                      after=json.loads(r.after) if r.after else None) for r in rows]
+
+    def events_since(self, conn: Connection, tenant: str, ids: Sequence[str], event: str
+                     ) -> list[tuple[str, float]]:
+        """``(memory_id, at)`` of every ``event`` of ``ids``."""
+        e = memory_events.c
+        out: list[tuple[str, float]] = []
+        for chunk in chunks(list(ids)):
+            out += [(r[0], r[1]) for r in conn.execute(sa.select(e.memory_id, e.at).where(
+                e.memory_id.in_(chunk), e.tenant == tenant, e.event == event))]
+        return out
+
+    # -- entities ----------------------------------------------------------------------------
+    def link_entities(self, conn: Connection, links: Sequence[dict[str, Any]], *,
+                      ignore_existing: bool = False) -> None:
+        """Insert ``(tenant, entity, memory_id)`` links (skipping existing ones if asked)."""
+        if not links:
+            return
+        stmt = memory_entities.insert()
+        if ignore_existing and self.dialect == "sqlite":
+            stmt = stmt.prefix_with("OR IGNORE")
+        conn.execute(stmt, list(links))
+
+    def unlink_entities(self, conn: Connection, memory_id: str) -> None:
+        conn.execute(memory_entities.delete().where(memory_entities.c.memory_id == memory_id))
+
+    def entity_neighbours(self, conn: Connection, tenant: str, entity: str, exclude: str,
+                          limit: int) -> list[str]:
+        """Up to ``limit`` other memories linked to ``entity`` (by id)."""
+        me = memory_entities.c
+        return [r[0] for r in conn.execute(
+            sa.select(me.memory_id).where(me.tenant == tenant, me.entity == entity,
+                                          me.memory_id != exclude)
+            .order_by(me.memory_id).limit(limit))]
+
+    def entity_counts(self, conn: Connection, tenant: str) -> list[tuple[str, int]]:
+        """``(entity, linked memories not deleted)`` of the tenant."""
+        me = memory_entities
+        return [(r[0], int(r[1])) for r in conn.execute(
+            sa.select(me.c.entity, sa.func.count())
+            .select_from(me.join(memories, memories.c.id == me.c.memory_id))
+            .where(me.c.tenant == tenant, memories.c.deleted_at.is_(None))
+            .group_by(me.c.entity))]
+
+    def entity_members(self, conn: Connection, tenant: str, entity: str) -> set[str]:
+        me = memory_entities.c
+        return {r[0] for r in conn.execute(sa.select(me.memory_id).where(
+            me.tenant == tenant, me.entity == entity))}
+
+    def entity_members_by_importance(self, conn: Connection, tenant: str, entity: str,
+                                     least: float, limit: int) -> list[str]:
+        """Up to ``limit`` memories linked to ``entity`` with importance >= ``least``."""
+        me, m = memory_entities.c, memories.c
+        return [r[0] for r in conn.execute(
+            sa.select(me.memory_id).select_from(
+                memory_entities.join(memories, m.id == me.memory_id)).where(
+                me.tenant == tenant, me.entity == entity, m.importance >= least)
+            .limit(limit))]
+
+    # -- relations ---------------------------------------------------------------------------
+    def previous_in_session(self, conn: Connection, tenant: str, session_id: str,
+                            memory_id: str, at: float) -> str | None:
+        """The memory of the same session just before ``memory_id`` (by time, then seq)."""
+        m = memories.c
+        me = memories.alias("me")
+        prev = conn.execute(
+            sa.select(m.id).where(
+                m.tenant == tenant, m.session_id == session_id,
+                m.id != memory_id, sa.or_(m.created_at < at, sa.and_(
+                    m.created_at == at,  # same time: an earlier seq only
+                    m.seq < sa.select(me.c.seq).where(me.c.id == memory_id).scalar_subquery())))
+            .order_by(m.created_at.desc(), m.seq.desc()).limit(1)
+        ).first()
+        return None if prev is None else str(prev[0])
+
+    def insert_edges(self, conn: Connection, tenant: str,
+                     edges: Mapping[tuple[str, str, str], float], at: float) -> None:
+        """Insert ``{(src, dst, type): strength}`` edges that do not exist yet."""
+        if not edges:
+            return
+        existing = set()
+        srcs = list({k[0] for k in edges})
+        for chunk in chunks(srcs):
+            existing |= {(r.src, r.dst, r.type) for r in conn.execute(
+                sa.select(relations.c.src, relations.c.dst, relations.c.type).where(
+                    relations.c.tenant == tenant, relations.c.src.in_(chunk)))}
+        rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at)
+                for (s, d, t), w in edges.items() if (s, d, t) not in existing and s != d]
+        if rows:
+            conn.execute(relations.insert(), rows)
+
+    def upsert_relation(self, conn: Connection, tenant: str, src: str, dst: str, rel_type: str,
+                        strength: float, at: float) -> None:
+        """Add a relation, or set the strength of the one that exists."""
+        r = relations.c
+        key = sa.and_(r.tenant == tenant, r.src == src, r.dst == dst, r.type == rel_type)
+        if conn.execute(sa.select(r.src).where(key)).first():
+            conn.execute(relations.update().where(key).values(strength=strength))
+        else:
+            conn.execute(relations.insert().values(tenant=tenant, src=src, dst=dst,
+                                                   type=rel_type, strength=strength,
+                                                   created_at=at))
+
+    def relations_of(self, conn: Connection, tenant: str, memory_id: str) -> list[Relation]:
+        """Every relation from or to one memory."""
+        r = relations.c
+        rows = conn.execute(sa.select(relations).where(
+            r.tenant == tenant, sa.or_(r.src == memory_id, r.dst == memory_id))
+            .order_by(r.created_at, r.type)).fetchall()
+        return [Relation(tenant=x.tenant, src=x.src, dst=x.dst, type=x.type,
+                         strength=x.strength, created_at=from_ts(x.created_at)) for x in rows]
+
+    def tenant_relations(self, conn: Connection, tenant: str) -> list[Any]:
+        return list(conn.execute(sa.select(relations).where(relations.c.tenant == tenant)))
+
+    def relation_count(self, conn: Connection, tenant: str) -> int:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(relations)
+                                .where(relations.c.tenant == tenant)).scalar_one())
+
+    def edges_around(self, conn: Connection, tenant: str, ids: Sequence[str],
+                     symmetric: Sequence[str], per_target: int) -> list[Any]:
+        """``(src, dst, type, strength)``: the edges leaving ``ids``, and the ``per_target``
+        strongest edges of the ``symmetric`` types that point at each of them."""
+        out: list[Any] = []
+        for chunk in chunks(sorted(ids)):
+            marks = self.in_marks(len(chunk))
+            out += self.fetch(conn, (
+                "SELECT src, dst, type, strength FROM relations "
+                f"WHERE tenant = ? AND src IN ({marks}) "
+                "UNION ALL SELECT src, dst, type, strength FROM ("
+                "SELECT src, dst, type, strength, ROW_NUMBER() OVER ("
+                "PARTITION BY dst ORDER BY strength DESC, src) AS n FROM relations "
+                f"WHERE tenant = ? AND dst IN ({marks}) "
+                f"AND type IN ({self.in_marks(len(symmetric))})) AS incoming "
+                "WHERE n <= ?"),
+                (tenant, *chunk, tenant, *chunk, *symmetric, per_target))
+        return out
+
+    def typed_links(self, conn: Connection, tenant: str, ids: Sequence[str],
+                    types: Sequence[str]) -> list[Any]:
+        """``(src, dst, type, strength)`` of the ``types`` relations touching ``ids``."""
+        out: list[Any] = []
+        typed = self.in_marks(len(types))
+        for chunk in chunks(list(ids)):
+            marks = self.in_marks(len(chunk))
+            # Two index searches (by source, by target); one OR of both would scan the tenant.
+            # (strength is read so that no index covers the query: SQLite would otherwise
+            # scan the tenant's primary-key range for the target side.)
+            out += self.fetch(conn, (
+                "SELECT src, dst, type, strength FROM relations WHERE tenant = ? "
+                f"AND src IN ({marks}) AND type IN ({typed}) UNION SELECT src, dst, type, "
+                f"strength FROM relations WHERE tenant = ? AND dst IN ({marks}) "
+                f"AND type IN ({typed})"),
+                (tenant, *chunk, *types, tenant, *chunk, *types))
+        return out
+
+    # -- access log --------------------------------------------------------------------------
+    def record_access(self, conn: Connection, tenant: str, hits: Sequence[tuple[str, float]],
+                      *, k: int, user_id: str | None, at: float, growth: float,
+                      cap: float) -> None:
+        """One recall's side effects for ``(memory_id, score)`` hits in rank order: access
+        count + 1, ``accessed_at``, stability x ``growth`` (capped), one access-log row each.
+
+        One statement for every hit (executemany); the stability update is the one of
+        :func:`mnemonia.scoring.retention.access`, done in SQL so it cannot race."""
+        conn.exec_driver_sql(self.sql(
+            "UPDATE memories SET access_count = access_count + 1, accessed_at = ?, "
+            "stability = CASE WHEN stability * ? > ? THEN ? ELSE stability * ? END "
+            "WHERE id = ?"),
+            [(at, growth, cap, cap, growth, mid) for mid, _ in hits])
+        conn.exec_driver_sql(self.sql(
+            "INSERT INTO access_log (tenant, memory_id, rank, k, score, user_id, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            [(tenant, mid, rank, k, score, user_id, at)
+             for rank, (mid, score) in enumerate(hits, start=1)])
+
+    def access_ranks(self, conn: Connection, tenant: str, ids: Sequence[str], until: float
+                     ) -> list[tuple[str, int, float]]:
+        """``(memory_id, rank, at)`` of the access-log rows of ``ids`` up to ``until``."""
+        a = access_log.c
+        out: list[tuple[str, int, float]] = []
+        for chunk in chunks(list(ids)):
+            out += [(r[0], r[1], r[2]) for r in conn.execute(sa.select(
+                a.memory_id, a.rank, a.at).where(a.memory_id.in_(chunk), a.tenant == tenant,
+                                                 a.at <= until))]
+        return out
+
+    def access_window(self, conn: Connection, start: float, end: float,
+                      disabled: Sequence[str]) -> list[tuple[str, int, int, float]]:
+        """Access-log rows in ``(start, end]`` grouped per memory: ``(memory_id, recalls,
+        distinct users, sum of min(1, (rank-1)/max(1, k-1)))``, tenants in ``disabled`` left
+        out. The database aggregates, so a busy log costs no Python objects per row."""
+        al = access_log
+        share = sa.cast(al.c.rank - 1, sa.Float) / sa.cast(
+            sa.case((al.c.k > 1, al.c.k - 1), else_=1), sa.Float)
+        share = sa.case((share > 1.0, 1.0), (share < 0.0, 0.0), else_=share)
+        q = (sa.select(al.c.memory_id, sa.func.count().label("n"),
+                       sa.func.count(sa.distinct(al.c.user_id)).label("users"),
+                       sa.func.sum(share).label("shares"))
+             .where(al.c.at > start, al.c.at <= end).group_by(al.c.memory_id))
+        if disabled:
+            q = q.where(al.c.tenant.not_in(list(disabled)))
+        return [(r[0], int(r[1]), int(r[2]), float(r[3])) for r in conn.execute(q)]
+
+    # -- maintenance reads -------------------------------------------------------------------
+    def select_ids(self, conn: Connection, ids: Sequence[str], *, committed: bool = False,
+                   deleted: bool | None = None, consolidated: bool | None = None,
+                   enriched: bool | None = None) -> list[str]:
+        """Those of ``ids`` that match every given filter (``None``: either way)."""
+        m = memories.c
+        cond: list[Any] = []
+        if committed:
+            cond.append(m.status == "committed")
+        for col, want in ((m.deleted_at, deleted), (m.consolidated_into, consolidated),
+                          (m.enriched_at, enriched)):
+            if want is not None:
+                cond.append(col.is_not(None) if want else col.is_(None))
+        out: list[str] = []
+        for chunk in chunks(list(ids)):
+            out += [r[0] for r in conn.execute(sa.select(m.id).where(m.id.in_(chunk), *cond))]
+        return out
+
+    def columns_of(self, conn: Connection, ids: Sequence[str], columns: Sequence[str], *,
+                   committed: bool = False) -> dict[str, Any]:
+        """``{id: row of columns}`` (``id`` always included) for those of ``ids`` found."""
+        m = memories.c
+        cols = [m.id, *(m[c] for c in columns if c != "id")]
+        cond = [m.status == "committed"] if committed else []
+        out: dict[str, Any] = {}
+        for chunk in chunks(list(ids)):
+            for r in conn.execute(sa.select(*cols).where(m.id.in_(chunk), *cond)):
+                out[r.id] = r
+        return out
+
+    def unenriched(self, conn: Connection, tenant: str, skipped: str) -> list[str]:
+        """Active memories of ``tenant`` not enriched yet and not in state ``skipped``, in
+        insertion order."""
+        m = memories.c
+        return [r[0] for r in conn.execute(sa.select(m.id).where(
+            m.tenant == tenant, m.status == "committed", m.deleted_at.is_(None),
+            m.enriched_at.is_(None), m.state != skipped).order_by(m.seq))]
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+@functools.lru_cache(maxsize=64)
+def _row_class(columns: tuple[str, ...]) -> Any:
+    return namedtuple("Row", columns, rename=True)
+
+
+def _f32_bytes(vector: Any) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    """Split ``items`` for ``IN (...)`` clauses that stay under driver limits."""
+    for i in range(0, len(items), size):
+        yield items[i:i + size]

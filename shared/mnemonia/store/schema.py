@@ -1,0 +1,257 @@
+"""The side-store schema: tables, the keyword index's term format, and the append-only list of
+migrations that :meth:`mnemonia.store.repository.SideStore.setup` applies.
+
+Times are stored as float seconds since the epoch (UTC).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+__all__ = [
+    "MIGRATIONS",
+    "access_log",
+    "collections",
+    "keyword_terms",
+    "kv",
+    "memories",
+    "memory_entities",
+    "memory_events",
+    "memory_vectors",
+    "metadata",
+    "relations",
+    "schema_migrations",
+    "tenant_token",
+]
+
+metadata = sa.MetaData()
+
+memories = sa.Table(
+    "memories", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("topic", sa.String(128)),
+    sa.Column("entities", sa.Text, nullable=False, default="[]"),
+    sa.Column("importance", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("accessed_at", sa.Float, nullable=False),
+    sa.Column("access_count", sa.Integer, nullable=False, default=0),
+    sa.Column("stability", sa.Float, nullable=False, default=1.0),
+    sa.Column("easiness", sa.Float, nullable=False, default=2.5),
+    sa.Column("interval_days", sa.Integer, nullable=False, default=0),
+    sa.Column("repetitions", sa.Integer, nullable=False, default=0),
+    sa.Column("next_review", sa.Float),
+    sa.Column("last_quality", sa.Integer, nullable=False, default=0),
+    sa.Column("utility", sa.Float, nullable=False, default=0.5),
+    sa.Column("state", sa.String(16), nullable=False, default="batched"),
+    sa.Column("pinned", sa.Boolean, nullable=False, default=False),
+    sa.Column("deleted_at", sa.Float),
+    sa.Column("superseded_by", sa.String(64)),
+    sa.Column("consolidated_into", sa.String(64)),
+    sa.Column("session_id", sa.String(256)),
+    sa.Column("metadata", sa.Text, nullable=False, default="{}"),
+    sa.Column("embedding_model", sa.String(256), nullable=False),
+    sa.Column("enriched_at", sa.Float),
+    sa.Column("last_reviewed_at", sa.Float),
+    sa.Column("last_reevaluated_at", sa.Float),
+    sa.Column("heat_counter", sa.Float, nullable=False, default=0.0),
+    sa.Column("heat_at", sa.Float),
+    # 'pending' while the vector write is under way, 'committed' once both stores agree,
+    # 'deleting' while a hard forget is under way.
+    sa.Column("status", sa.String(16), nullable=False, default="pending"),
+    sa.Index("ix_memories_tenant_seq", "tenant", "seq"),
+    sa.Index("ix_memories_tenant_session", "tenant", "session_id"),
+    sa.Index("ix_memories_status", "status"),
+)
+
+relations = sa.Table(
+    "relations", metadata,
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("src", sa.String(64), nullable=False),
+    sa.Column("dst", sa.String(64), nullable=False),
+    sa.Column("type", sa.String(48), nullable=False),
+    sa.Column("strength", sa.Float, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "src", "dst", "type"),
+    sa.Index("ix_relations_dst", "tenant", "dst"),
+)
+
+access_log = sa.Table(
+    "access_log", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Column("rank", sa.Integer, nullable=False),
+    sa.Column("k", sa.Integer, nullable=False),
+    sa.Column("score", sa.Float, nullable=False),
+    sa.Column("user_id", sa.String(256)),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Index("ix_access_log_memory", "memory_id"),
+    sa.Index("ix_access_log_at", "at"),
+)
+
+memory_events = sa.Table(
+    "memory_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Column("event", sa.String(32), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("before", sa.Text),
+    sa.Column("after", sa.Text),
+    sa.Index("ix_memory_events_memory", "memory_id", "id"),
+)
+
+memory_entities = sa.Table(
+    "memory_entities", metadata,
+    sa.Column("tenant", sa.String(64), nullable=False),
+    sa.Column("entity", sa.String(256), nullable=False),
+    sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.PrimaryKeyConstraint("tenant", "entity", "memory_id"),
+    sa.Index("ix_memory_entities_memory", "memory_id"),
+)
+
+collections = sa.Table(
+    "collections", metadata,
+    sa.Column("tenant", sa.String(64), primary_key=True),
+    sa.Column("embedding_model", sa.String(256), nullable=False),
+    sa.Column("dimension", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("next_seq", sa.Integer, nullable=False, default=0),
+)
+
+kv = sa.Table(
+    "kv", metadata,
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+# Each memory's vector, also kept here so recall can score keyword and entity candidates
+# without a round trip to Chroma (float32 bytes, little-endian).
+memory_vectors = sa.Table(
+    "memory_vectors", metadata,
+    sa.Column("memory_id", sa.String(64), primary_key=True),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)
+
+schema_migrations = sa.Table(
+    "schema_migrations", metadata,
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("applied_at", sa.Float, nullable=False),
+)
+
+
+def tenant_token(tenant: str) -> str:
+    """A single alphanumeric token for a tenant (17 characters: ``t`` and 16 hex digits)."""
+    return "t" + hashlib.blake2b(tenant.encode(), digest_size=8).hexdigest()
+
+
+_TERM = re.compile(r"[^\W_]+")
+
+
+def keyword_terms(text: str, token: str) -> list[str]:
+    """The keyword-index terms of ``text`` for the tenant whose token is ``token``.
+
+    Words are case-folded, stripped of diacritics and split on anything that is not a letter
+    or digit; each is prefixed with the tenant token, so a term's postings list (and its
+    document frequency) belongs to one tenant alone and a search never reads another tenant's
+    postings. Indexing and search both go through here, so they always agree.
+    """
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    return [token + w for w in _TERM.findall(folded)]
+
+
+def _create_core(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[
+        memories, relations, access_log, memory_events, memory_entities, collections, kv,
+    ])
+
+
+def _create_fts(conn: Connection) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5("
+            "body, ttok, memory_id UNINDEXED, tokenize='unicode61 remove_diacritics 2')"
+        )
+    elif conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS tsv tsvector "
+            "GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED"
+        )
+        conn.exec_driver_sql(
+            "CREATE INDEX IF NOT EXISTS ix_memories_tsv ON memories USING GIN (tsv)"
+        )
+
+
+def _create_fts_vocab(conn: Connection) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts_vocab "
+            "USING fts5vocab(memories_fts, 'row')"
+        )
+
+
+def _tenant_terms(conn: Connection) -> None:
+    """Move the keyword index to tenant-prefixed terms (see :func:`keyword_terms`).
+
+    The first index matched ``ttok:<tenant> AND (words)``, which reads the tenant's whole
+    postings list on every search (its cost grew with the tenant) and took document
+    frequencies across all tenants.
+    """
+    if conn.dialect.name != "sqlite":
+        return
+    conn.exec_driver_sql(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_kw USING fts5("
+        "body, memory_id UNINDEXED, tokenize='ascii')")
+    conn.exec_driver_sql(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memories_kw_vocab USING fts5vocab(memories_kw, 'row')")
+    old = conn.exec_driver_sql("SELECT body, ttok, memory_id FROM memories_fts").fetchall()
+    if old:
+        conn.exec_driver_sql(
+            "INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)",
+            [(" ".join(keyword_terms(body, ttok)), mid) for body, ttok, mid in old])
+    conn.exec_driver_sql("DROP TABLE IF EXISTS memories_fts_vocab")
+    conn.exec_driver_sql("DROP TABLE IF EXISTS memories_fts")
+
+
+def _create_vectors(conn: Connection) -> None:
+    # Stores made before this keep their vectors in Chroma only; recall reads those from Chroma.
+    metadata.create_all(conn, tables=[memory_vectors])
+
+
+def _keyword_df(conn: Connection) -> None:
+    """Document frequencies in a table of their own, kept by every index write.
+
+    fts5vocab counts a term's documents by walking its postings, so looking up a common
+    word cost as much as searching it (0.5 ms for five words at 100k memories).
+    """
+    if conn.dialect.name != "sqlite":
+        return
+    conn.exec_driver_sql(
+        "CREATE TABLE IF NOT EXISTS keyword_df (term TEXT PRIMARY KEY, docs INTEGER NOT NULL)"
+        " WITHOUT ROWID")
+    conn.exec_driver_sql(
+        "INSERT INTO keyword_df(term, docs) SELECT term, doc FROM memories_kw_vocab")
+    conn.exec_driver_sql("DROP TABLE IF EXISTS memories_kw_vocab")
+
+
+# Append-only: never edit or reorder an entry that has shipped; add a new one.
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (1, "core tables", _create_core),
+    (2, "keyword index", _create_fts),
+    (3, "keyword document frequencies", _create_fts_vocab),
+    (4, "keyword index with tenant-prefixed terms", _tenant_terms),
+    (5, "vectors in the side-store", _create_vectors),
+    (6, "keyword document frequencies kept on write", _keyword_df),
+]
