@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +39,10 @@ from mnemonia.store.repository import SideStore
 from mnemonia.store.vector import VectorIndex
 
 __all__ = ["MemoryEngine"]
+
+
+_SHARED: dict[Path, MemoryEngine] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 class MemoryEngine:
@@ -100,6 +105,19 @@ class MemoryEngine:
             rt.close()
             raise
         return cls(rt)
+
+    @classmethod
+    def shared(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> MemoryEngine:
+        """The one engine of this process for the embedded store at ``path`` (default
+        ``./memory``): opened on first use with ``options`` (those of :meth:`open`), then
+        returned to every caller, so adapters built without an engine share it instead of
+        being refused by the folder lock. Closing it lets the next call open it again."""
+        folder = Path(path if path is not None else "./memory").expanduser().resolve()
+        with _SHARED_LOCK:
+            engine = _SHARED.get(folder)
+            if engine is None or engine.closed:
+                engine = _SHARED[folder] = cls.open(folder, **options)
+            return engine
 
     def close(self) -> None:
         """Release the store. Safe to call twice."""

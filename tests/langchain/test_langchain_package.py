@@ -133,17 +133,13 @@ def test_class_docstring_example_runs(module: str, cls: str, tmp_path: Path,
 
 def test_adapters_without_an_engine_share_the_embedded_default(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langchain_mnemonia._private import engine as default
-
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(default, "_engine", None)
+    retriever = langchain_mnemonia.MnemoniaRetriever(tenant="alice")
     try:
-        retriever = langchain_mnemonia.MnemoniaRetriever(tenant="alice")
         history = langchain_mnemonia.MnemoniaChatMessageHistory(tenant="alice", session_id="s")
         memory = langchain_mnemonia.MnemoniaMemory(tenant="alice")
         store = langchain_mnemonia.MnemoniaStore()
         assert retriever.engine is history.engine is memory.engine is store.engine
         assert history.engine.path == (tmp_path / "memory").resolve()
     finally:
-        if default._engine is not None:
-            default._engine.close()
+        retriever.engine.close()

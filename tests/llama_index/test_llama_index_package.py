@@ -71,23 +71,21 @@ def test_docstring_example_runs(cls: type, tmp_path: Path,
 def test_without_an_engine_the_adapters_share_the_embedded_default(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: ManualClock,
         hashing_embedder: HashingEmbedder) -> None:
-    """``engine=None`` opens ``MemoryEngine.open()`` once per process (an embedded store
-    allows one open engine), shared by every adapter. The bundled model is swapped for the
-    hashing embedder here to keep the test fast."""
-    from llama_index.memory.mnemonia import _private
-
+    """``engine=None`` opens the default store (``./memory``) once per process (an embedded
+    store allows one open engine), shared by every adapter (``MemoryEngine.shared()``). The
+    bundled model is swapped for the hashing embedder here to keep the test fast."""
+    monkeypatch.chdir(tmp_path)
     real_open = MemoryEngine.open.__func__  # type: ignore[attr-defined]
     opened: list[MemoryEngine] = []
 
     def open_default(cls: type[MemoryEngine], path: object = None, **kwargs: object
                      ) -> MemoryEngine:
-        assert path is None and not kwargs  # exactly the documented default
+        assert path == (tmp_path / "memory").resolve() and not kwargs  # the default store
         eng = real_open(cls, tmp_path / "memory", clock=clock, embedder=hashing_embedder)
         opened.append(eng)
         return eng
 
     monkeypatch.setattr(MemoryEngine, "open", classmethod(open_default))
-    monkeypatch.setattr(_private, "_default_engine", None)
     try:
         memory = MnemoniaMemory(tenant="alice")
         block = MnemoniaMemoryBlock(tenant="alice")

@@ -1,25 +1,14 @@
-"""The engine an adapter uses when the caller passes none: one embedded store per process."""
+"""The engine an adapter uses when the caller passes none: the process's shared embedded store."""
 
 from __future__ import annotations
-
-import threading
 
 from mnemonia import MemoryEngine
 
 __all__ = ["default_engine"]
 
-_lock = threading.Lock()
-_engine: MemoryEngine | None = None
-
 
 def default_engine() -> MemoryEngine:
-    """The embedded default (``./memory`` with the bundled model), opened once and shared.
-
-    An embedded store allows one engine per folder, so every adapter built without ``engine=``
-    shares this one.
-    """
-    global _engine
-    with _lock:
-        if _engine is None or _engine.closed:
-            _engine = MemoryEngine.open()
-        return _engine
+    """The embedded default (``./memory`` with the bundled model), opened once per process and
+    shared with every other adapter built without ``engine=`` (LangChain or LlamaIndex):
+    :meth:`mnemonia.MemoryEngine.shared`."""
+    return MemoryEngine.shared()

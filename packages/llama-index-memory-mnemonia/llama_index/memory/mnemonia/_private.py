@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import math
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -39,19 +38,12 @@ DEFAULT_MEMORY_TEMPLATE = (
 check_tenant = validation.tenant
 
 
-_default_engine: MemoryEngine | None = None
-_default_lock = threading.Lock()
-
-
 def resolve_engine(engine: Any) -> MemoryEngine:
     """The engine to use: the one given, or the embedded default store (``./memory``, the
-    bundled model), opened once per process and shared by every adapter built without one."""
-    global _default_engine
+    bundled model) that every adapter built without one shares in this process, LangChain's
+    too (:meth:`mnemonia.MemoryEngine.shared`)."""
     if engine is None:
-        with _default_lock:
-            if _default_engine is None:
-                _default_engine = MemoryEngine.open()
-            return _default_engine
+        return MemoryEngine.shared()
     if not isinstance(engine, MemoryEngine):
         raise InvalidInputError(
             f"engine={engine!r}: must be a mnemonia.MemoryEngine "
