@@ -80,7 +80,7 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     from chromadb.config import Settings
 
     from mnemonia.embeddings import default_embedder
-    from mnemonia.engine import MemoryEngine
+    from mnemonia import MemoryEngine
 
     console = console or Console()
     embedder = default_embedder()
