@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from mnemonia import Memory, MemoryEngine
+from mnemonia import Memory, MemoryEngine, validation
 from mnemonia.errors import InvalidInputError, MemoryNotFoundError
 from mnemonia.models import KINDS
 
@@ -138,9 +138,7 @@ class MnemoniaStore(BaseStore):
                 f"index_fields={index_fields!r}: must be a list of non-empty path strings")
         if kind not in KINDS:
             raise InvalidInputError(f"kind={kind!r}: must be one of {', '.join(KINDS)}")
-        if (isinstance(importance, bool) or not isinstance(importance, int | float)
-                or not 0.0 <= importance <= 1.0):
-            raise InvalidInputError(f"importance={importance!r}: must be a number in [0, 1]")
+        validation.finite_unit(importance, "importance")
         self.engine = engine if engine is not None else default_engine()
         self.index_fields = list(index_fields) if index_fields is not None else None
         self.tenant_prefix = tenant_prefix

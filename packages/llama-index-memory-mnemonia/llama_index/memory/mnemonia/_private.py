@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -52,9 +51,7 @@ def resolve_engine(engine: Any) -> MemoryEngine:
 
 
 def check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k={k!r}: must be an integer >= 1")
-    return k
+    return validation.positive_int(k, "k")
 
 
 def check_optional_k(k: Any) -> int | None:
@@ -69,10 +66,7 @@ def check_session_id(session_id: Any) -> str:
 
 
 def check_importance(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value) or not 0.0 <= float(value) <= 1.0:
-        raise InvalidInputError(f"importance={value!r}: must be a finite number in [0, 1]")
-    return float(value)
+    return validation.finite_unit(value, "importance")
 
 
 def role_of(message: ChatMessage) -> str:

@@ -14,7 +14,7 @@ from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine
+from mnemonia import MemoryEngine, validation
 from mnemonia.errors import InvalidInputError
 from mnemonia.models import Memory, RecallResult
 
@@ -185,10 +185,7 @@ class MnemoniaMemory(BaseMemory):
 
     def _window(self, initial_token_count: int) -> tuple[list[tuple[Memory, ChatMessage]],
                                                          list[ChatMessage]]:
-        if isinstance(initial_token_count, bool) or not isinstance(initial_token_count, int) \
-                or initial_token_count < 0:
-            raise InvalidInputError(
-                f"initial_token_count={initial_token_count!r}: must be an integer >= 0")
+        validation.positive_int(initial_token_count, "initial_token_count", minimum=0)
         if initial_token_count > self.token_limit:
             # ChatMemoryBuffer's message, as a Mnemonia error (still a ValueError)
             raise InvalidInputError(

@@ -14,8 +14,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine
-from mnemonia.errors import InvalidInputError
+from mnemonia import MemoryEngine, validation
 from mnemonia.models import RecallResult
 
 __all__ = ["MnemoniaMemoryBlock"]
@@ -98,8 +97,7 @@ class MnemoniaMemoryBlock(BaseMemoryBlock[str]):
         P.check_optional_k(data.get("k"))
         P.check_importance(data.get("importance", 0.5))
         window = data.get("context_window", 1)
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise InvalidInputError(f"context_window={window!r}: must be an integer >= 1")
+        validation.positive_int(window, "context_window")
         data["engine"] = P.resolve_engine(engine)
         super().__init__(**data)
 

@@ -9,8 +9,7 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine
-from mnemonia.errors import InvalidInputError
+from mnemonia import MemoryEngine, validation
 from mnemonia.models import Hit, RecallResult
 
 __all__ = ["METADATA_KEYS_FOR_LLM", "MnemoniaRetriever"]
@@ -74,8 +73,7 @@ class MnemoniaRetriever(BaseRetriever):
     ) -> None:
         self.tenant = P.check_tenant(tenant)
         self.k = k
-        if not isinstance(touch, bool):
-            raise InvalidInputError(f"touch={touch!r}: must be True or False")
+        validation.boolean(touch, "touch")
         self.engine = P.resolve_engine(engine)
         self.topic = topic
         self.mode = mode
