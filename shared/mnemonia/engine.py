@@ -260,7 +260,7 @@ class MemoryEngine:
     # -- recall -----------------------------------------------------------------------
     def recall(
         self,
-        query: str,
+        query: str | None = None,
         *,
         tenant: str,
         k: int | None = None,
@@ -271,11 +271,13 @@ class MemoryEngine:
         min_activation: float | None = None,
         touch: bool = True,
         user_id: str | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """Recall by spreading activation (DESIGN section 5, steps 1-7).
 
         Args:
-            query: What to recall for.
+            query: What to recall for; may be omitted (or blank) with ``entity``: then the
+                entity's memories come ranked by the lifecycle (composite priority).
             tenant: Whose memories.
             k: How many memories (default ``config.default_k``).
             topic: Keep memories of this topic and untopiced ones; spreading into other topics
@@ -288,11 +290,13 @@ class MemoryEngine:
                 to ``k``.
             touch: Record the access (count, stability, access log). Default True.
             user_id: Who asked (re-evaluation counts distinct users).
+            include_superseded: Also return superseded memories (``SUPERSEDED BY [id]: ...``).
         """
         self._rt.check_open()
         args = check.recall_args(self.config, query=query, tenant=tenant, k=k, topic=topic,
                                  entity=entity, episode_k=episode_k, mode=mode,
-                                 min_activation=min_activation, touch=touch, user_id=user_id)
+                                 min_activation=min_activation, touch=touch, user_id=user_id,
+                                 include_superseded=include_superseded)
         return recall_mod.recall(self._rt, recall_mod.RecallRequest(**args, now=self._rt.now()))
 
     async def arecall(self, query: str, **kwargs: Any) -> RecallResult:

@@ -8,7 +8,7 @@ from typing import Any
 
 from mnemonia.scoring.sm2 import SM2State
 
-__all__ = ["KINDS", "Event", "Explanation", "Hit", "Memory", "RecallResult", "Relation"]
+__all__ = ["KINDS", "Event", "Explanation", "Hit", "Link", "Memory", "RecallResult", "Relation"]
 
 KINDS = ("episode", "fact", "concept")
 
@@ -55,6 +55,21 @@ class Memory:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Link:
+    """A contradiction or supersession of a hit: ``kind`` is ``contradicts``, ``supersedes``
+    or ``superseded_by``; ``summary`` the other memory's first line."""
+
+    kind: str
+    id: str
+    summary: str
+
+    def render(self) -> str:
+        label = {"contradicts": "CONTRADICTS", "supersedes": "supersedes",
+                 "superseded_by": "SUPERSEDED BY"}.get(self.kind, self.kind)
+        return f"{label} [{self.id}]: {self.summary}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Explanation:
     """Why a memory was recalled and how its score was made."""
 
@@ -69,10 +84,12 @@ class Explanation:
     utility: float
     mode: str
     score: float
+    links: tuple[Link, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["path"] = list(self.path) if self.path else None
+        out["links"] = [asdict(x) for x in self.links]
         return out
 
     def __str__(self) -> str:
@@ -89,6 +106,7 @@ class Explanation:
         parts.append(f"R={self.retention:.2f}")
         parts.append(f"util={self.utility:.2f}")
         parts.append(f"score={self.score:.3f}")
+        parts += [x.render() for x in self.links]
         return " ".join(parts)
 
 
@@ -145,12 +163,8 @@ class RecallResult:
                 lines.append("")
             lines.append("RELEVANT MEMORY")
             for h in self.memories:
-                extra = ""
-                if h.contradictions:
-                    extra += f" (contradicted by {len(h.contradictions)} memory)"
-                if h.supersedes:
-                    extra += " (updates an older memory)"
-                lines.append(f"- {h.memory.text}{extra}")
+                lines.append(f"- {h.memory.text}")
+                lines += [f"  {x.render()}" for x in h.explanation.links]
         return "\n".join(lines)
 
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from mnemonia import entities as ent
 from mnemonia.clock import from_ts, to_ts
-from mnemonia.models import Explanation, Hit, RecallResult
+from mnemonia.maintenance.ranking import priority_of, weights
+from mnemonia.models import Explanation, Hit, Link, RecallResult
 from mnemonia.runtime import EntityIndex, Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
@@ -37,6 +38,8 @@ MIN_ENTITY_WEIGHT = 0.05
 """Entities linked to nearly every memory carry no signal."""
 ENTITY_POOL = 5
 """Linked memories read per entity: ``entity_fanout * ENTITY_POOL``, best fused kept."""
+SUMMARY_CHARS = 80
+"""Length of the one-line summary of a linked memory in a hit."""
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 
@@ -57,6 +60,7 @@ class RecallRequest:
     touch: bool
     user_id: str | None
     now: datetime
+    include_superseded: bool = False
 
 
 @dataclass
@@ -87,6 +91,8 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     col = rt.collection(req.tenant, create=False)
     if col is None:
         return RecallResult(query=req.query, tenant=req.tenant, mode=req.mode, memories=[])
+    if not req.query:
+        return _entity_recall(rt, req)
     qvec = query_vector(rt, req.query)
     qtok = act.query_tokens(req.query)
     with rt.reading() as conn:
@@ -110,9 +116,10 @@ def query_vector(rt: Runtime, query: str) -> np.ndarray:
     return vec
 
 
-def visible(r: Any, topic: str | None) -> bool:
-    """Not deleted, not superseded, and in the topic (or untopiced) when one is asked."""
-    if r.deleted_at is not None or r.superseded_by is not None:
+def visible(r: Any, topic: str | None, superseded: bool = False) -> bool:
+    """Not deleted, not superseded (unless ``superseded`` asks for them too), and in the
+    topic (or untopiced) when one is asked."""
+    if r.deleted_at is not None or (r.superseded_by is not None and not superseded):
         return False
     return topic is None or r.topic is None or r.topic == topic
 
@@ -133,13 +140,14 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
         # one read for the dense and the keyword candidates
         c.rows.update(rt.sql.rows(conn, req.tenant, [
             i for i in (*got, *(i for i, _ in kw_hits)) if i not in c.rows], edges=True))
-        shown = [i for i in got if i in c.rows and visible(c.rows[i], req.topic)]
+        shown = [i for i in got
+                 if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
         if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
             break
         n_dense *= 4
     c.cos.update({i: got[i] for i in shown})
     need_vec = [i for i, _ in kw_hits if i not in c.cos and i in c.rows
-                and visible(c.rows[i], req.topic)]
+                and visible(c.rows[i], req.topic, req.include_superseded)]
     if need_vec:
         vecs = rt.candidate_vectors(conn, col, need_vec)
         c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
@@ -298,7 +306,8 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     new = [i for i in linked if i not in c.rows]
     if new:
         c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True))
-    linked = [i for i in linked if i in c.rows and visible(c.rows[i], req.topic)]
+    linked = [i for i in linked
+              if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
     need = [i for i in linked if i not in c.cos]
     if need:
         vecs = rt.candidate_vectors(conn, col, need)
@@ -365,10 +374,12 @@ class _Spreader:
         if new:
             rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True))
             self.topics.update({i: rows[i].topic for i in new if i in rows})
-        topic = self.req.topic
+        # Another topic does not stop spreading: the target is reached at x cross_topic_penalty
+        # (scoring.activation.spread reads the topics).
+        old = self.req.include_superseded
         return [e for e in edges
                 if e.src in rows and e.dst in rows
-                and visible(rows[e.src], topic) and visible(rows[e.dst], topic)]
+                and visible(rows[e.src], None, old) and visible(rows[e.dst], None, old)]
 
     def _choose(self, raw: list[Any], frontier: set[str], level: Mapping[str, float]
                 ) -> list[act.Edge]:
@@ -431,27 +442,49 @@ def _ranked(rt: Runtime, req: RecallRequest, c: Candidates
     return prelim[:req.k] + extra
 
 
+def _explanation(rt: Runtime, req: RecallRequest, r: Any, a: act.Activation | None,
+                 meta: SeedInfo | None, score: float, links: tuple[Link, ...]) -> Explanation:
+    return Explanation(
+        cosine=meta.cosine if meta else None, keyword=meta.keyword if meta else None,
+        seed=a.seed if a is not None and a.seed > 0 else None,
+        path=(a.source, a.relation) if a is not None and a.source and a.relation else None,
+        entity=meta.entity if meta else req.entity if a is None else None,
+        activation=a.value if a is not None else 1.0, importance=r.importance,
+        retention=retention_of(rt, r, req.now), utility=r.utility, mode=req.mode, score=score,
+        links=links)
+
+
+def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
+          ranked: list[tuple[float, str, act.Activation | None]], c: Candidates) -> list[Hit]:
+    """Hits with explanations, contradiction and supersession links (with a summary of the
+    other memory) for ``ranked`` ``(score, id, activation)``."""
+    ids = [mid for _, mid, _ in ranked]
+    links = _links(rt, conn, req.tenant, ids)
+    others = {o for i in ids for o in (*links[i][0], *links[i][1])} if ids else set()
+    others |= {c.rows[i].superseded_by for i in ids if c.rows[i].superseded_by}
+    summaries = {o: summary(r.text) for o, r in rt.sql.rows(conn, req.tenant, sorted(others)
+                                                             ).items()} if others else {}
+    hits = []
+    for score, mid, a in ranked:
+        r = c.rows[mid]
+        contra, sup = links.get(mid, ((), ()))
+        named = tuple(Link(kind=kind, id=o, summary=summaries.get(o, ""))
+                      for kind, group in (("contradicts", contra), ("supersedes", sup),
+                                          ("superseded_by", (r.superseded_by,)
+                                           if r.superseded_by else ()))
+                      for o in group)
+        exp = _explanation(rt, req, r, a, c.info.get(mid), score, named)
+        hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
+                        contradictions=contra, supersedes=sup, superseded_by=r.superseded_by))
+    return hits
+
+
 def _score(rt: Runtime, conn: Connection, req: RecallRequest, c: Candidates) -> list[Hit]:
     """Hits for the top ``k`` and, after them, for the first ``episode_k`` direct episode
     hits (what ``recall`` returns), so the work past scoring does not grow with the
     activated set."""
-    prelim = _ranked(rt, req, c)
-    links = _links(rt, conn, req.tenant, [mid for _, mid, _ in prelim])
-    hits = []
-    for score, mid, a in prelim:
-        r = c.rows[mid]
-        meta = c.info.get(mid)
-        exp = Explanation(
-            cosine=meta.cosine if meta else None, keyword=meta.keyword if meta else None,
-            seed=a.seed if a.seed > 0 else None,
-            path=(a.source, a.relation) if a.source and a.relation else None,
-            entity=meta.entity if meta else None, activation=a.value,
-            importance=r.importance, retention=retention_of(rt, r, req.now),
-            utility=r.utility, mode=req.mode, score=score)
-        contra, sup = links.get(mid, ((), ()))
-        hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
-                        contradictions=contra, supersedes=sup, superseded_by=r.superseded_by))
-    return hits
+    ranked: list[tuple[float, str, act.Activation | None]] = list(_ranked(rt, req, c))
+    return _hits(rt, conn, req, ranked, c)
 
 
 def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
@@ -468,6 +501,30 @@ def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
             sup.setdefault(src, []).append(dst)
     return {i: (tuple(dict.fromkeys(contra.get(i, ()))), tuple(sup.get(i, ())))
             for i in ids}
+
+
+def summary(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """The first line of ``text``, cut at a word to at most ``limit`` characters."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    if len(line) <= limit:
+        return line
+    return (line[:limit - 1].rsplit(" ", 1)[0] or line[:limit - 1]).rstrip() + "…"
+
+
+def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
+    """``recall(entity=...)`` without a query: the entity's memories ranked by the lifecycle
+    (the composite priority: importance, recency, access, retention)."""
+    w = weights(rt.config)
+    with rt.reading() as conn:
+        ids = sorted(rt.sql.entity_members(conn, req.tenant, req.entity or ""))
+        c = Candidates(rows=rt.sql.rows(conn, req.tenant, ids))
+        shown = {i: r for i, r in c.rows.items() if visible(r, req.topic, req.include_superseded)}
+        ranked = sorted(((priority_of(rt.config, r, req.now, w), i) for i, r in shown.items()
+                         if r.consolidated_into not in shown), key=lambda t: (-t[0], t[1]))
+        hits = _hits(rt, conn, req, [(p, i, None) for p, i in ranked[:req.k]], c)
+    if req.touch and hits:
+        _touch(rt, req, hits)
+    return RecallResult(query=req.query, tenant=req.tenant, mode=req.mode, memories=hits)
 
 
 # -- 7. side effects --------------------------------------------------------------------------

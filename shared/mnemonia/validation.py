@@ -287,11 +287,15 @@ def prepare_many(items: Any, now: datetime, *, max_chars: int = MAX_TEXT_CHARS
 
 def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: Any,
                 entity: Any, episode_k: Any, mode: Any, min_activation: Any, touch: Any,
-                user_id: Any) -> dict[str, Any]:
+                user_id: Any, include_superseded: Any = False) -> dict[str, Any]:
     """``recall``'s arguments checked, with the config defaults filled in: the fields of
-    :class:`mnemonia.recall.RecallRequest` but ``now``."""
+    :class:`mnemonia.recall.RecallRequest` but ``now``. With an ``entity``, the query may be
+    ``None`` or blank (entity-only recall: ``query`` becomes ``""``)."""
     tenant = tenant_name(tenant)
-    query = text(query, "query", max_chars=cfg.max_text_chars)
+    if entity is not None and (query is None or (isinstance(query, str) and not query.strip())):
+        query = ""
+    else:
+        query = text(query, "query", max_chars=cfg.max_text_chars)
     k = optional_int(k, "k", cfg.default_k)
     episode_k = optional_int(episode_k, "episode_k", cfg.episode_k, minimum=0)
     mode_name = cfg.default_mode if mode is None else mode
@@ -306,4 +310,5 @@ def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: 
         raise InvalidInputError(f"user_id={user_id!r}: must be None or a string")
     return dict(query=query, tenant=tenant, k=k, topic=topic, entity=entity,
                 episode_k=episode_k, mode=mode_name, weights=weights, floor=floor,
-                touch=boolean(touch, "touch"), user_id=user_id)
+                touch=boolean(touch, "touch"), user_id=user_id,
+                include_superseded=boolean(include_superseded, "include_superseded"))

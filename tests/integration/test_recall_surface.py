@@ -1,0 +1,106 @@
+"""The seeds' recall surface through the public API: the cross-topic penalty in spreading,
+entity-only recall ranked by the lifecycle, and contradictions / supersessions rendered with
+the other memory's id and a one-line summary."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from mnemonia import ManualClock, MemoryEngine
+from mnemonia.errors import InvalidTextError
+from mnemonia.scoring import activation as act
+
+
+def test_spreading_reaches_another_topic_at_the_cross_topic_penalty(
+        engine: MemoryEngine) -> None:
+    a = engine.add("The staging cluster runs on Kubernetes", tenant="t", topic="infra")
+    b = engine.add("Priya reviews the quarterly budget", tenant="t", topic="finance")
+    engine.relate(a.id, b.id, "causes", strength=0.9, tenant="t")
+    query = "which orchestrator runs the staging cluster?"
+    free = engine.recall(query, tenant="t", k=5, min_activation=0, touch=False)
+    scoped = engine.recall(query, tenant="t", k=5, min_activation=0, touch=False,
+                           topic="infra")
+    hit_free = {h.id: h for h in free.memories}[b.id]
+    hit_scoped = {h.id: h for h in scoped.memories}[b.id]
+    assert hit_scoped.explanation.path == (a.id, "causes")
+    penalty = engine.config.cross_topic_penalty
+    assert penalty == pytest.approx(act.DEFAULT_CROSS_TOPIC_PENALTY)
+    # reached by spreading in both, at x0.4 when the query's topic is another one
+    assert hit_free.explanation.path == (a.id, "causes")
+    assert hit_scoped.explanation.activation == pytest.approx(
+        hit_free.explanation.activation * penalty)
+    # seeds stay topic-filtered: the other topic's memory is not a direct match
+    alone = engine.add("Priya reviews the quarterly budget again", tenant="t",
+                       topic="finance")
+    assert alone.id not in engine.recall("quarterly budget review", tenant="t", k=5,
+                                         min_activation=0, touch=False, topic="infra").ids
+
+
+def test_entity_only_recall_is_ranked_by_the_lifecycle(engine: MemoryEngine,
+                                                       clock: ManualClock) -> None:
+    old = engine.add("Lena lent us her tent", tenant="t", entities=["person:lena"],
+                     importance=0.3)
+    clock.advance(timedelta(days=3))
+    key = engine.add("Lena is allergic to peanuts", tenant="t", entities=["person:lena"],
+                     importance=0.95)
+    mid = engine.add("Lena moved to Porto", tenant="t", entities=["person:lena"],
+                     importance=0.6)
+    other = engine.add("Tom fixed the bike", tenant="t", entities=["person:tom"])
+    res = engine.recall(entity="person:lena", tenant="t", k=5, touch=False)
+    assert res.ids == [key.id, mid.id, old.id]
+    assert other.id not in res.ids
+    assert all(h.explanation.entity == "person:lena" for h in res.memories)
+    scores = [h.score for h in res.memories]
+    assert scores == sorted(scores, reverse=True)
+    assert engine.recall("", entity="person:lena", tenant="t", k=5, touch=False).ids == res.ids
+    assert engine.recall(entity="person:lena", tenant="t", k=1, touch=False).ids == [key.id]
+    # touching counts as an access
+    engine.recall(entity="person:lena", tenant="t", k=1)
+    assert engine.get(key.id, tenant="t").access_count == 1
+    with pytest.raises(InvalidTextError):
+        engine.recall(None, tenant="t")
+    with pytest.raises(InvalidTextError):
+        engine.recall("  ", tenant="t")
+
+
+def test_contradictions_and_supersessions_are_rendered_with_id_and_summary(
+        engine: MemoryEngine) -> None:
+    meet = engine.add("The team meeting is on Monday at 10", tenant="t")
+    clash = engine.add("The team meeting moved to Tuesday at 11", tenant="t")
+    engine.relate(clash.id, meet.id, "contradicts", tenant="t")
+    res = engine.recall("when is the team meeting?", tenant="t", k=2, min_activation=0,
+                        touch=False)
+    text = res.render()
+    assert f"CONTRADICTS [{meet.id}]: The team meeting is on Monday at 10" in text
+    assert f"CONTRADICTS [{clash.id}]: The team meeting moved to Tuesday at 11" in text
+    hit = {h.id: h for h in res.memories}[clash.id]
+    assert [(x.kind, x.id) for x in hit.explanation.links] == [("contradicts", meet.id)]
+    assert f"CONTRADICTS [{meet.id}]" in str(hit.explanation)
+    assert hit.explanation.to_dict()["links"] == [
+        {"kind": "contradicts", "id": meet.id, "summary": "The team meeting is on Monday at 10"}]
+
+    old = engine.add("Ana's dentist appointment is on May 3", tenant="t")
+    new = engine.add("Ana's dentist appointment moved to May 10", tenant="t")
+    engine.supersede(old.id, new.id, tenant="t")
+    res = engine.recall("when is Ana's dentist appointment?", tenant="t", k=3,
+                        min_activation=0, touch=False)
+    assert old.id not in res.ids
+    assert f"supersedes [{old.id}]: Ana's dentist appointment is on May 3" in res.render()
+    both = engine.recall("when is Ana's dentist appointment?", tenant="t", k=3,
+                         min_activation=0, touch=False, include_superseded=True)
+    assert old.id in both.ids
+    assert f"SUPERSEDED BY [{new.id}]: Ana's dentist appointment moved to May 10" \
+        in both.render()
+
+
+def test_a_long_linked_memory_is_summarised_on_one_line(engine: MemoryEngine) -> None:
+    long_text = ("The offsite is planned for the second week of June in the mountains, with "
+                 "hiking on the first day and workshops after that\nsecond line")
+    a = engine.add(long_text, tenant="t")
+    b = engine.add("The offsite is cancelled this year", tenant="t")
+    engine.relate(b.id, a.id, "contradicts", tenant="t")
+    res = engine.recall("is the offsite cancelled?", tenant="t", k=1, touch=False)
+    (link,) = res.memories[0].explanation.links
+    assert link.summary.endswith("…") and len(link.summary) <= 80 and "\n" not in link.summary
+    assert long_text.startswith(link.summary[:-1].rstrip())
