@@ -32,7 +32,9 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def config() -> MnemoniaConfig:
-    return MnemoniaConfig.load(env={})
+    """The defaults, with maintenance run only when a test calls it (``maintenance="manual"``):
+    tests of the background maintenance open their engines with the default instead."""
+    return MnemoniaConfig.load(env={}, maintenance="manual")
 
 
 @pytest.fixture

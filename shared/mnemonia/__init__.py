@@ -24,6 +24,7 @@ _EXPORTS = {
     "Memory": "mnemonia.models",
     "RecallResult": "mnemonia.models",
     "Relation": "mnemonia.models",
+    "Scheduler": "mnemonia.maintenance",
 }
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "MnemoniaError",
     "RecallResult",
     "Relation",
+    "Scheduler",
     "SystemClock",
     "__version__",
 ]
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from mnemonia.config import MnemoniaConfig
     from mnemonia.engine import MemoryEngine
     from mnemonia.errors import MnemoniaError
+    from mnemonia.maintenance import Scheduler
     from mnemonia.models import Event, Explanation, Hit, Memory, RecallResult, Relation
 
 

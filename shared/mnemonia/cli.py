@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from importlib import resources
@@ -165,13 +167,56 @@ def stats(path: PathOpt = Path("memory"), tenant: Annotated[str | None, typer.Op
 @app.command()
 def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|reevaluate|all")]
              = "all", path: PathOpt = Path("memory"),
-             tenant: Annotated[str | None, typer.Option()] = None) -> None:
-    """Run maintenance jobs, with a progress bar."""
+             tenant: Annotated[str | None, typer.Option()] = None,
+             every: Annotated[str | None, typer.Option(
+                 help="run every job on this cadence as a process of its own, until Ctrl-C "
+                      "(e.g. 30s, 10m, 1h)")] = None,
+             rounds: Annotated[int | None, typer.Option(
+                 help="with --every: stop after this many rounds")] = None) -> None:
+    """Run maintenance jobs, with a progress bar (or, with --every, keep running them)."""
     try:
-        with _open(path) as engine:
-            run_maintenance(engine, job=job, tenant=tenant, console=console)
+        seconds = None if every is None else parse_duration(every)
+        with _open(path, maintenance="manual") as engine:
+            if seconds is None:
+                run_maintenance(engine, job=job, tenant=tenant, console=console)
+            else:
+                _maintain_every(engine, seconds, tenant, rounds)
     except MnemoniaError as e:
         _fail(e)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of ``30s``, ``10m``, ``1h`` or ``1.5h``."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh])\s*", text or "")
+    if m is None or float(m.group(1)) <= 0:
+        raise InvalidInputError(
+            f"--every={text!r}: must be a positive duration like 30s, 10m or 1h")
+    return float(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def _maintain_every(engine: Any, seconds: float, tenant: str | None,
+                    rounds: int | None) -> None:
+    """``mnemonia maintain --every``: the background scheduler as a foreground process."""
+    from mnemonia import Scheduler
+
+    if rounds is not None and rounds < 1:
+        raise InvalidInputError(f"--rounds={rounds!r}: must be an integer >= 1")
+    scheduler = Scheduler(engine, intervals=dict.fromkeys(
+        ("enrich", "evict", "consolidate", "review", "reevaluate"), seconds),
+        tenants=None if tenant is None else [tenant])
+    console.print(f"maintaining {engine.path} every {seconds:g} s (Ctrl-C stops)")
+    done_rounds = 0
+    try:
+        while rounds is None or done_rounds < rounds:
+            done = scheduler.run_pending()
+            if done:
+                done_rounds += 1
+                console.print(f"{engine.clock.now():%Y-%m-%d %H:%M:%S} round {done_rounds}: "
+                              f"ran {', '.join(done)}; runs so far {scheduler.runs}")
+            if rounds is None or done_rounds < rounds:
+                time.sleep(min(1.0, seconds))
+    except KeyboardInterrupt:
+        console.print("stopped")
 
 
 @app.command("export")
@@ -321,6 +366,26 @@ def demo(path: Annotated[Path | None, typer.Option(help="Keep the demo store her
     run_demo(path)
 
 
+def _show_background(engine: Any, tenant: str, c: Console) -> None:
+    """What the background maintenance did while the demo's clock moved: no maintain() call."""
+    c.rule("Maintenance ran by itself (no maintain() call)")
+    runs = engine.scheduler.runs if engine.scheduler is not None else {}
+    mems = engine.list(tenant=tenant)
+    kinds: dict[str, int] = {}
+    for m in mems:
+        for r in engine.relations(m.id, tenant=tenant):
+            if r.src == m.id:
+                kinds[r.type] = kinds.get(r.type, 0) + 1
+    reviewed = [m for m in mems
+                if any(e.event == "reviewed" for e in engine.history(m.id, tenant=tenant))]
+    c.print(f"job runs so far: {', '.join(f'{j} {n}' for j, n in runs.items())}")
+    c.print(f"relations made by the enrichment of batched turns: "
+            f"{', '.join(f'{n} {t}' for t, n in sorted(kinds.items())) or 'none'}")
+    c.print(f"{len(reviewed)} memories reviewed on their SM-2 schedule "
+            f"(e.g. {reviewed[0].text[:50]!r}, next review in "
+            f"{reviewed[0].sm2.interval_days} day(s))" if reviewed else "no review was due yet")
+
+
 def run_demo(path: Path | None = None, out: Console | None = None) -> None:
     """Run the demo (also used by tests)."""
     from mnemonia.clock import ManualClock
@@ -365,9 +430,17 @@ def run_demo(path: Path | None = None, out: Console | None = None) -> None:
                 "superseded by the April 28th one.")
 
         clock.advance(timedelta(days=1))
-        c.rule("Recall, with explanations")
+        _show_background(engine, tenant, c)
+        c.rule("Recall, with explanations (k=3, filled up to k: min_activation=0)")
         for q in data["questions"]:
-            c.print(hits_table(engine.recall(q, tenant=tenant, k=3)))
+            res = engine.recall(q, tenant=tenant, k=3, min_activation=0)
+            c.print(hits_table(res))
+            for h in res.memories:
+                if h.explanation.path:
+                    src = engine.get(h.explanation.path[0], tenant=tenant).text
+                    c.print(f"[green]{h.memory.text[:48]!r} surfaced via "
+                            f"{h.explanation.path[1]} from {src[:40]!r} (a relation the "
+                            "background enrichment made)[/green]")
 
         c.rule("Spreading activation along a relation")
         trip, sitter = find("Dolomites."), find("Lena")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
@@ -62,6 +63,25 @@ class ManualClock:
     def __init__(self, start: datetime | None = None) -> None:
         self._now = ensure_aware(start, "start") if start is not None else datetime.now(UTC)
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[datetime], None]] = []
+
+    def subscribe(self, listener: Callable[[datetime], None]) -> None:
+        """Call ``listener(now)`` after every :meth:`advance` / :meth:`set`, in the caller's
+        thread (what runs an engine's background maintenance deterministically in tests)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[datetime], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _moved(self, now: datetime) -> datetime:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(now)
+        return now
 
     def now(self) -> datetime:
         with self._lock:
@@ -73,13 +93,15 @@ class ManualClock:
             raise InvalidInputError(f"advance() takes a non-negative timedelta, got {delta!r}")
         with self._lock:
             self._now = self._now + delta
-            return self._now
+            now = self._now
+        return self._moved(now)
 
     def set(self, value: datetime) -> datetime:
         """Jump to ``value`` (aware datetime) and return it."""
         with self._lock:
             self._now = ensure_aware(value, "value")
-            return self._now
+            now = self._now
+        return self._moved(now)
 
     def __repr__(self) -> str:
         return f"ManualClock({self._now.isoformat()})"

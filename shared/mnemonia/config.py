@@ -70,6 +70,15 @@ DEFAULT_REEVALUATION_INTERVAL: float = 600.0
 DEFAULT_REEVALUATION_COOLDOWN: float = reeval.DEFAULT_COOLDOWN.total_seconds()  # 300.0
 DEFAULT_REEVALUATION_PER_TENANT_CAP: int = reeval.DEFAULT_PER_TENANT_CAP  # 100
 DEFAULT_INTELLIGENCE_DISABLED_TENANTS: tuple[str, ...] = ()
+DEFAULT_MAINTENANCE: str = "background"
+MAINTENANCE_MODES = ("background", "manual")
+"""``background``: the engine runs its maintenance by itself; ``manual``: only when called."""
+DEFAULT_ENRICH_INTERVAL: float = 60.0
+DEFAULT_REVIEW_INTERVAL: float = 600.0
+DEFAULT_EVICT_INTERVAL: float = 3600.0
+DEFAULT_CONSOLIDATE_INTERVAL: float = 3600.0
+DEFAULT_MAINTENANCE_POLL_SECONDS: float = 1.0
+DEFAULT_MAINTENANCE_LEASE_SECONDS: float = 300.0
 DEFAULT_EMBED_BATCH_SIZE: int = 64
 DEFAULT_QUERY_CACHE_SIZE: int = 1024
 DEFAULT_RETRY_ATTEMPTS: int = 5
@@ -133,6 +142,15 @@ class MnemoniaConfig:
     reevaluation_cooldown: float = DEFAULT_REEVALUATION_COOLDOWN
     reevaluation_per_tenant_cap: int = DEFAULT_REEVALUATION_PER_TENANT_CAP
     intelligence_disabled_tenants: tuple[str, ...] = DEFAULT_INTELLIGENCE_DISABLED_TENANTS
+    # Background maintenance (seconds on the engine's clock between two runs of each job;
+    # re-evaluation uses reevaluation_interval). The poll and the lease are real seconds.
+    maintenance: str = DEFAULT_MAINTENANCE
+    enrich_interval: float = DEFAULT_ENRICH_INTERVAL
+    review_interval: float = DEFAULT_REVIEW_INTERVAL
+    evict_interval: float = DEFAULT_EVICT_INTERVAL
+    consolidate_interval: float = DEFAULT_CONSOLIDATE_INTERVAL
+    maintenance_poll_seconds: float = DEFAULT_MAINTENANCE_POLL_SECONDS
+    maintenance_lease_seconds: float = DEFAULT_MAINTENANCE_LEASE_SECONDS
     # Embeddings, storage, network
     max_text_chars: int = MAX_TEXT_CHARS
     embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE
@@ -281,6 +299,12 @@ _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "reevaluation_interval": (0.0, math.inf, False, False),
     "reevaluation_cooldown": (0.0, math.inf, True, False),
     "retry_max_wait": (0.0, math.inf, False, False),
+    "enrich_interval": (0.0, math.inf, False, False),
+    "review_interval": (0.0, math.inf, False, False),
+    "evict_interval": (0.0, math.inf, False, False),
+    "consolidate_interval": (0.0, math.inf, False, False),
+    "maintenance_poll_seconds": (0.0, math.inf, False, False),
+    "maintenance_lease_seconds": (0.0, math.inf, False, False),
 }
 _INT_MINIMUMS: dict[str, int] = {
     "consolidation_min_group": 2,
@@ -344,6 +368,9 @@ def _validate(cfg: MnemoniaConfig) -> list[str]:
         v = getattr(cfg, name)
         if not isinstance(v, bool):
             problems.append(f"{name}={v!r}: must be true or false")
+    if cfg.maintenance not in MAINTENANCE_MODES:
+        problems.append(f"maintenance={cfg.maintenance!r}: must be one of "
+                        f"{', '.join(MAINTENANCE_MODES)}")
     if cfg.default_mode not in MODES:
         problems.append(f"default_mode={cfg.default_mode!r}: must be one of {', '.join(MODES)}")
     if isinstance(cfg.batch_threshold, float | int) \

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,7 @@ from mnemonia.clock import Clock, SystemClock
 from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import as_embedder
 from mnemonia.errors import InvalidInputError
+from mnemonia.maintenance.scheduler import Scheduler
 from mnemonia.models import Event, Memory, RecallResult, Relation
 from mnemonia.runtime import Runtime, Summariser
 from mnemonia.scoring import sm2
@@ -58,8 +60,8 @@ class MemoryEngine:
         self.clock: Clock = runtime.clock
         self.embedder: Any = runtime.embedder
         self.path: Path | None = runtime.path
+        self.scheduler: Scheduler | None = None  # background maintenance, when it runs
 
-    # -- opening and closing ----------------------------------------------------------
     @classmethod
     def open(
         cls,
@@ -73,6 +75,7 @@ class MemoryEngine:
         entity_extractor: ent.EntityExtractor | None = None,
         summariser: Summariser | None = None,
         namespace: str = "mnemonia",
+        maintenance: str | None = None,
     ) -> MemoryEngine:
         """Open (or create) a store.
 
@@ -87,13 +90,16 @@ class MemoryEngine:
                 ``Embeddings`` / LlamaIndex ``BaseEmbedding`` / Mnemonia embedder.
             entity_extractor: ``text -> ['type:name', ...]``; default rule-based.
             summariser: ``texts -> text`` used by consolidation for concept texts.
-            namespace: Prefix of the Chroma collection names (``<namespace>-<tenant>``), so
-                several stores can share one Chroma server.
+            namespace: Chroma collection prefix (``<namespace>-<tenant>``) on a shared server.
+            maintenance: ``background`` (the default: jobs run by themselves, see
+                :class:`~mnemonia.Scheduler`) or ``manual``; default ``config.maintenance``.
         """
         cfg = config if config is not None else MnemoniaConfig.load()
         if not isinstance(cfg, MnemoniaConfig):
             raise InvalidInputError(f"config must be a MnemoniaConfig, got {type(cfg).__name__}")
         check.namespace(namespace)
+        if maintenance is not None:
+            cfg = dataclasses.replace(cfg, maintenance=maintenance)
         rt = Runtime.open(path, chroma_url=chroma_url, sql_url=sql_url, config=cfg,
                           clock=clock or SystemClock(), embedder=as_embedder(embedder),
                           entity_extractor=entity_extractor, summariser=summariser,
@@ -104,14 +110,16 @@ class MemoryEngine:
         except BaseException:
             rt.close()
             raise
-        return cls(rt)
+        engine = cls(rt)
+        if cfg.maintenance == "background":
+            engine.scheduler = Scheduler(engine, poll_interval=cfg.maintenance_poll_seconds,
+                                         run_at_start=False, follow_clock=True).start()
+        return engine
 
     @classmethod
     def shared(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> MemoryEngine:
-        """The one engine of this process for the embedded store at ``path`` (default
-        ``./memory``): opened on first use with ``options`` (those of :meth:`open`), then
-        returned to every caller, so adapters built without an engine share it instead of
-        being refused by the folder lock. Closing it lets the next call open it again."""
+        """This process's one engine for the embedded store at ``path`` (default ``./memory``),
+        opened on first use with ``options`` (of :meth:`open`); adapters share it."""
         folder = Path(path if path is not None else "./memory").expanduser().resolve()
         with _SHARED_LOCK:
             engine = _SHARED.get(folder)
@@ -120,7 +128,9 @@ class MemoryEngine:
             return engine
 
     def close(self) -> None:
-        """Release the store. Safe to call twice."""
+        """Stop the background maintenance, release the store. Safe to call twice."""
+        if self.scheduler is not None:
+            self.scheduler.stop()
         self._rt.close()
 
     def __enter__(self) -> MemoryEngine:
@@ -133,7 +143,6 @@ class MemoryEngine:
         where = str(self.path) if self.path else self._rt.vectors.mode
         return f"MemoryEngine({where!r}, embedder={self.embedder.name!r})"
 
-    # -- what the engine is made of ---------------------------------------------------
     @property
     def runtime(self) -> Runtime:
         """The store's runtime (config, clock, embedder, stores) the layers below receive."""
@@ -161,7 +170,6 @@ class MemoryEngine:
         """The Chroma vector index."""
         return self._rt.vectors
 
-    # -- writing ----------------------------------------------------------------------
     def add(
         self,
         text: str,
@@ -183,16 +191,13 @@ class MemoryEngine:
         Args:
             text: The memory, 1..``max_text_chars`` characters, not only whitespace.
             tenant: Whose memory; tenants never see each other.
-            importance: In [0, 1].
-            kind: ``episode`` (a turn or event), ``fact`` or ``concept``.
+            importance: In [0, 1]. kind: ``episode`` (a turn or event), ``fact``, ``concept``.
             topic: Optional topic; recall with ``topic=`` keeps that topic and untopiced ones.
             entities: ``type:name`` strings, e.g. ``["tool:redis"]``.
-            session_id: Conversation or session the memory belongs to.
-            metadata: JSON-safe dict kept with the memory.
+            session_id: Its conversation or session. metadata: a JSON-safe dict.
             at: When it happened (past or now; importing history); default now.
             pinned: Pinned memories are never evicted.
-            speaker: Who said it; embedded as ``Speaker said, "text"``.
-            id: An explicit id (default a new UUID).
+            speaker: Who said it (embedded as ``Speaker said, "text"``). id: default a UUID.
         """
         item: dict[str, Any] = {"text": text, "importance": importance, "kind": kind,
                                 "topic": topic, "entities": entities, "session_id": session_id,
@@ -230,7 +235,6 @@ class MemoryEngine:
         """Async :meth:`add_many`."""
         return await asyncio.to_thread(self.add_many, items, tenant=tenant)
 
-    # -- reading ----------------------------------------------------------------------
     def get(self, memory_id: str, *, tenant: str) -> Memory:
         """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError."""
         return lifecycle.get(self._rt, check.tenant(tenant), memory_id)
@@ -257,7 +261,6 @@ class MemoryEngine:
         """Counts: active, deleted, consolidated, superseded, relations, by state and kind."""
         return lifecycle.stats(self._rt, None if tenant is None else check.tenant(tenant))
 
-    # -- recall -----------------------------------------------------------------------
     def recall(
         self,
         query: str | None = None,
@@ -303,7 +306,6 @@ class MemoryEngine:
         """Async :meth:`recall` (runs the blocking model and store calls off the loop)."""
         return await asyncio.to_thread(self.recall, query, **kwargs)
 
-    # -- feedback, relations, lifecycle -----------------------------------------------
     def feedback(self, memory_id: str, quality: int, *, tenant: str) -> Memory:
         """One SM-2 review with ``quality`` 0..5 plus the utility update."""
         tenant = check.tenant(tenant)
@@ -343,7 +345,6 @@ class MemoryEngine:
         patch = check.metadata_patch(metadata)
         return lifecycle.update_metadata(self._rt, tenant, memory_id, patch)
 
-    # -- export / import --------------------------------------------------------------
     def export(self, path: str | os.PathLike[str], *, tenant: str | None = None) -> int:
         """Write memories and relations as JSONL (with embeddings, model and dimension)."""
         tenants = [check.tenant(tenant)] if tenant is not None else self.tenants()
@@ -358,7 +359,6 @@ class MemoryEngine:
             relate=lambda r: self.relate(r["src"], r["dst"], r["rel_type"], tenant=r["tenant"],
                                          strength=r["strength"]))
 
-    # -- maintenance (the jobs live in mnemonia.maintenance; these are the public entry points)
     def evict(self, *, tenant: str, force: bool = True) -> maintenance.EvictionReport:
         """Soft-delete the lowest-priority active memories (budget ``eviction_budget``)."""
         return maintenance.evict(self._rt, tenant=check.tenant(tenant), force=force)

@@ -11,7 +11,7 @@ import mnemonia
 def test_all_is_pinned() -> None:
     assert sorted(mnemonia.__all__) == sorted([
         "Clock", "Event", "Explanation", "Hit", "ManualClock", "Memory", "MemoryEngine",
-        "MnemoniaConfig", "MnemoniaError", "RecallResult", "Relation", "SystemClock",
+        "MnemoniaConfig", "MnemoniaError", "RecallResult", "Relation", "Scheduler", "SystemClock",
         "__version__",
     ])
     for name in mnemonia.__all__:

@@ -290,12 +290,17 @@ def _export(engine: MemoryEngine, folder: Path, tenant: str | None) -> tuple[Pat
     return path, {"count": count, "records": records}
 
 
+def _config() -> MnemoniaConfig:
+    """The defaults; maintenance runs only where the scenario calls it."""
+    return MnemoniaConfig.load(env={}, maintenance="manual")
+
+
 def build(folder: Path) -> dict[str, Any]:
     """Run the whole scenario in ``folder`` and return the record, section by section."""
     record = _Record()
     clock = ManualClock(START)
     store = folder / "store"
-    engine = MemoryEngine.open(store, config=MnemoniaConfig.load(env={}), clock=clock,
+    engine = MemoryEngine.open(store, config=_config(), clock=clock,
                                embedder=HashingEmbedder())
     try:
         added = _ingest(engine, clock)
@@ -371,7 +376,7 @@ def build(folder: Path) -> dict[str, Any]:
 
     # the export, imported into a fresh store
     clock2 = ManualClock(final_now)
-    with MemoryEngine.open(folder / "imported", config=MnemoniaConfig.load(env={}),
+    with MemoryEngine.open(folder / "imported", config=_config(),
                            clock=clock2, embedder=HashingEmbedder()) as other:
         count = other.import_(export_all)
         record["import"] = {

@@ -20,6 +20,12 @@ def test_demo_runs_and_shows_its_story(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     text = out.stdout
     assert "Recall, with explanations" in text
+    # the background maintenance enriched the batched turns and reviewed memories by itself
+    assert "Maintenance ran by itself (no maintain() call)" in text
+    assert "memories reviewed on their SM-2 schedule" in text
+    assert "same_entity" in text and "follows" in text
+    # the dog question finds Lena's memory through a relation the enrichment made
+    assert "'My sister Lena will look after Pixel while I am ' surfaced via" in text
     assert "April 28th" in text  # the superseding memory answers the launch question
     assert "surfaced via context_of" in text  # the relation made a connected memory surface
     assert "Forgetting curve" in text and "recall about the dog" in text

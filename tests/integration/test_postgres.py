@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig, Scheduler
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import StoreUnavailableError
 
@@ -173,5 +174,81 @@ def test_postgres_outage_typed_error_nothing_half_written(
         assert eng.recall("kept before the outage", tenant="t", k=1).ids == [kept.id]
         eng.add("after the outage", tenant="t")
         assert eng.stats("t")["memories"] == 2
+    finally:
+        eng.close()
+
+
+_LEASE_HOLDER = r'''
+import sys, time
+from pathlib import Path
+from mnemonia import MemoryEngine, MnemoniaConfig, Scheduler
+from mnemonia.embeddings import HashingEmbedder
+
+chroma_url, sql_url, namespace, marker = sys.argv[1:5]
+
+def slow_summariser(texts):
+    Path(marker).write_text("holding")
+    time.sleep(6)
+    return " / ".join(texts)
+
+engine = MemoryEngine.open(chroma_url=chroma_url, sql_url=sql_url, namespace=namespace,
+                           embedder=HashingEmbedder(), summariser=slow_summariser,
+                           config=MnemoniaConfig.load(env={}, maintenance="manual"))
+only = {"enrich": None, "evict": None, "review": None, "reevaluate": None, "consolidate": 60}
+scheduler = Scheduler(engine, intervals=only)
+done = scheduler.run_pending()
+print("ran", sorted(done), scheduler.runs["consolidate"], flush=True)
+engine.close()
+'''
+
+
+def test_two_processes_run_each_job_one_at_a_time_through_a_lease(
+        pg_cluster: _Cluster, chroma_server: str, tmp_path: Path) -> None:
+    """Two processes open one server store (Chroma server + PostgreSQL): while one runs a job
+    (it holds the job's lease row), the other skips that job; a crashed holder's lease runs
+    out and the job is taken over."""
+    sql_url, ns = _new_db(pg_cluster.url), f"l{uuid.uuid4().hex[:12]}"
+    cfg = MnemoniaConfig.load(env={}, maintenance="manual")
+    eng = MemoryEngine.open(chroma_url=chroma_server, sql_url=sql_url, namespace=ns,
+                            embedder=HashingEmbedder(), config=cfg)
+    marker = tmp_path / "holding"
+    only = {"enrich": None, "evict": None, "review": None, "reevaluate": None,
+            "consolidate": 60}
+    try:
+        eng.add_many([{"text": "The deploy runs every Friday at noon"},
+                      {"text": "the deploy runs every friday at noon."}], tenant="ops")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", _LEASE_HOLDER, chroma_server, sql_url, ns, str(marker)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert holder.poll() is None, holder.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the other process never started its job"
+            time.sleep(0.1)
+        mine = Scheduler(eng, intervals=only)
+        assert mine.run_pending() == {}  # consolidation is running in the other process
+        assert mine.runs["consolidate"] == 0
+        assert eng.sql.lease_holder("consolidate", now=time.time()) not in (None, mine.holder)
+        out, err = holder.communicate(timeout=120)
+        assert holder.returncode == 0, err[-3000:]
+        assert out.strip().splitlines()[-1] == "ran ['consolidate'] 1"
+        assert eng.stats("ops")["by_kind"]["concept"] == 1  # made once, by the other process
+        assert eng.sql.lease_holder("consolidate", now=time.time()) is None  # given back
+        again = Scheduler(eng, intervals=only)
+        assert set(again.run_pending()) == {"consolidate"}
+
+        # a holder that dies without giving its lease back: the lease runs out
+        crash = subprocess.run(
+            [sys.executable, "-c",
+             "import os, sys, time\n"
+             "from mnemonia.store.repository import SideStore\n"
+             "s = SideStore(sys.argv[1])\n"
+             "assert s.acquire_lease('review', 'crashed', now=time.time(), seconds=3)\n"
+             "os.kill(os.getpid(), 9)\n", sql_url], capture_output=True, text=True, check=False)
+        assert crash.returncode == -9
+        assert not eng.sql.acquire_lease("review", "survivor", now=time.time(), seconds=60)
+        time.sleep(3.2)
+        assert eng.sql.acquire_lease("review", "survivor", now=time.time(), seconds=60)
     finally:
         eng.close()

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import socket
 import threading
+import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -89,8 +93,11 @@ def _intervals(rt: Runtime, intervals: Mapping[str, float | None] | None,
                poll_interval: Any) -> dict[str, float | None]:
     """The default cadences with ``intervals`` over them; every bad value in one error."""
     problems: list[str] = []
-    merged: dict[str, float | None] = dict(DEFAULT_INTERVALS)
-    merged["reevaluate"] = rt.config.reevaluation_interval
+    cfg = rt.config
+    merged: dict[str, float | None] = {
+        "enrich": cfg.enrich_interval, "evict": cfg.evict_interval,
+        "consolidate": cfg.consolidate_interval, "review": cfg.review_interval,
+        "reevaluate": cfg.reevaluation_interval}
     for job, value in (intervals or {}).items():
         if job not in JOBS:
             problems.append(f"unknown job {job!r} (jobs: {', '.join(JOBS)})")
@@ -130,7 +137,8 @@ class Scheduler:
 
     def __init__(self, engine: HasRuntime, *,
                  intervals: Mapping[str, float | None] | None = None,
-                 poll_interval: float = 1.0, tenants: Sequence[str] | None = None) -> None:
+                 poll_interval: float = 1.0, tenants: Sequence[str] | None = None,
+                 run_at_start: bool = True, follow_clock: bool = False) -> None:
         rt = engine.runtime
         merged = _intervals(rt, intervals, poll_interval)
         self.engine = engine
@@ -141,14 +149,20 @@ class Scheduler:
         self.runs: dict[str, int] = {job: 0 for job in JOBS}
         self.last_reports: dict[str, Any] = {}
         self.errors: list[tuple[str, BaseException]] = []
-        self._next: dict[str, datetime | None] = {job: None for job in JOBS}
+        first = rt.now()
+        self._next: dict[str, datetime | None] = {
+            job: None if run_at_start or merged[job] is None
+            else first + timedelta(seconds=merged[job] or 0.0) for job in JOBS}
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._listening = False
+        self.follow_clock = follow_clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._listening or (self._thread is not None and self._thread.is_alive())
 
     def _run(self, job: str) -> Any:
         rt = self._rt
@@ -180,6 +194,11 @@ class Scheduler:
                 if due is not None and now < due:
                     continue
                 self._next[job] = now + timedelta(seconds=every)
+                if not self._rt.sql.acquire_lease(job, self.holder, now=time.time(),
+                                                  seconds=self._rt.config.maintenance_lease_seconds):
+                    log.info("maintenance job %s skipped: another process holds its lease", job,
+                             extra={"mnemonia": {"job": job, "skipped": "lease held"}})
+                    continue
                 try:
                     done[job] = self._run(job)
                 except Exception as e:  # a job failure must not kill the thread
@@ -189,6 +208,8 @@ class Scheduler:
                     log.exception("maintenance job %s failed; it runs again in %g s", job,
                                   every)
                     continue
+                finally:
+                    self._rt.sql.release_lease(job, self.holder)
                 self.runs[job] += 1
                 self.last_reports[job] = done[job]
         return done
@@ -205,9 +226,24 @@ class Scheduler:
                 return
             self._stop.wait(self.poll_interval)
 
+    def _on_clock(self, now: datetime) -> None:
+        """A :class:`~mnemonia.ManualClock` moved: run what is due, in the mover's thread."""
+        if self._rt.closed:
+            self.stop()
+            return
+        self.run_pending()
+
     def start(self) -> Scheduler:
-        """Start the background thread (a no-op if it is running)."""
+        """Start running the jobs in the background (a no-op if it is running): a daemon
+        thread checks every ``poll_interval`` real seconds. With ``follow_clock`` and a
+        :class:`~mnemonia.ManualClock`, no thread: each ``advance()``/``set()`` runs the jobs
+        that came due before it returns (deterministic, what the engine does in tests)."""
         if self.running:
+            return self
+        subscribe = getattr(self._rt.clock, "subscribe", None)
+        if self.follow_clock and subscribe is not None:
+            subscribe(self._on_clock)
+            self._listening = True
             return self
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="mnemonia-scheduler",
@@ -217,6 +253,9 @@ class Scheduler:
 
     def stop(self, timeout: float | None = 30.0) -> None:
         """Ask the thread to stop, let a running job finish, and join it."""
+        if self._listening:
+            self._rt.clock.unsubscribe(self._on_clock)
+            self._listening = False
         self._stop.set()
         thread = self._thread
         if thread is not None:

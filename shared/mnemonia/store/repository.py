@@ -43,6 +43,7 @@ from mnemonia.store.schema import (
     collections,
     keyword_terms,
     kv,
+    maintenance_leases,
     memories,
     memory_entities,
     memory_events,
@@ -331,6 +332,43 @@ class SideStore:
         updated = conn.execute(kv.update().where(kv.c.key == key).values(value=payload)).rowcount
         if not updated:
             conn.execute(kv.insert().values(key=key, value=payload))
+
+    # -- maintenance leases ------------------------------------------------------------------
+    def acquire_lease(self, job: str, holder: str, *, now: float, seconds: float) -> bool:
+        """Take (or renew) the lease of ``job`` for ``holder`` until ``now + seconds``, unless
+        another holder's lease is still running; True when ``holder`` has it. One short
+        transaction of its own, so two processes cannot both win."""
+        lease = maintenance_leases.c
+        with self.begin() as conn:
+            taken = conn.execute(maintenance_leases.update().where(
+                lease.job == job, sa.or_(lease.holder == holder, lease.expires_at <= now))
+                .values(holder=holder, expires_at=now + seconds)).rowcount
+            if taken:
+                return True
+            if conn.execute(sa.select(lease.job).where(lease.job == job)).first() is not None:
+                return False
+            try:
+                with conn.begin_nested():
+                    conn.execute(maintenance_leases.insert().values(
+                        job=job, holder=holder, expires_at=now + seconds))
+            except sa.exc.IntegrityError:
+                return False  # another process inserted it first
+            return True
+
+    def release_lease(self, job: str, holder: str) -> None:
+        """Give the lease of ``job`` back (only if ``holder`` still has it)."""
+        lease = maintenance_leases.c
+        with self.begin() as conn:
+            conn.execute(maintenance_leases.update().where(
+                lease.job == job, lease.holder == holder).values(expires_at=0.0))
+
+    def lease_holder(self, job: str, *, now: float) -> str | None:
+        """Who holds an unexpired lease of ``job`` (None: nobody)."""
+        lease = maintenance_leases.c
+        with self.connect() as conn:
+            row = conn.execute(sa.select(lease.holder).where(
+                lease.job == job, lease.expires_at > now)).first()
+        return None if row is None else str(row[0])
 
     # -- memory rows -------------------------------------------------------------------------
     @staticmethod

@@ -20,6 +20,7 @@ __all__ = [
     "collections",
     "keyword_terms",
     "kv",
+    "maintenance_leases",
     "memories",
     "memory_entities",
     "memory_events",
@@ -143,6 +144,15 @@ memory_vectors = sa.Table(
     sa.Column("vector", sa.LargeBinary, nullable=False),
 )
 
+# Who runs which maintenance job now: several processes may open one server store, and only
+# the holder of a job's unexpired lease runs it (a crashed holder's lease runs out).
+maintenance_leases = sa.Table(
+    "maintenance_leases", metadata,
+    sa.Column("job", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(128), nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+
 schema_migrations = sa.Table(
     "schema_migrations", metadata,
     sa.Column("version", sa.Integer, primary_key=True),
@@ -246,6 +256,10 @@ def _keyword_df(conn: Connection) -> None:
     conn.exec_driver_sql("DROP TABLE IF EXISTS memories_kw_vocab")
 
 
+def _create_leases(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[maintenance_leases])
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -254,4 +268,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (4, "keyword index with tenant-prefixed terms", _tenant_terms),
     (5, "vectors in the side-store", _create_vectors),
     (6, "keyword document frequencies kept on write", _keyword_df),
+    (7, "maintenance leases", _create_leases),
 ]
