@@ -87,21 +87,32 @@ def add(text: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default"
 
 
 @app.command()
-def recall(query: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
-           k: int = 3, mode: str | None = None, topic: str | None = None,
+def recall(query: Annotated[str, typer.Argument(help="what to recall for ('' with --entity)")]
+           = "", path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
+           k: Annotated[int, typer.Option("-k", "--k")] = 3,
+           entity: Annotated[str | None, typer.Option(help="type:name")] = None,
+           episode_k: int | None = None, mode: str | None = None, topic: str | None = None,
+           as_table: Annotated[bool, typer.Option("--table", help="explanation table")] = False,
            as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Recall memories for QUERY, with explanations."""
+    """Recall memories for QUERY: the RELEVANT EPISODES / RELEVANT MEMORY sections (--table for
+    the explanations, --json for machines)."""
     try:
         with _open(path) as engine:
-            res = engine.recall(query, tenant=tenant, k=k, mode=mode, topic=topic)
+            res = engine.recall(query, tenant=tenant, k=k, entity=entity, episode_k=episode_k,
+                                mode=mode, topic=topic)
     except MnemoniaError as e:
         _fail(e)
     if as_json:
-        console.print_json(json.dumps([{"id": h.memory.id, "text": h.memory.text,
-                                        "score": h.score, **h.explanation.to_dict()}
-                                       for h in res.memories]))
-    else:
+        console.print_json(json.dumps({
+            "query": res.query, "tenant": res.tenant, "mode": res.mode,
+            "memories": [{"id": h.memory.id, "text": h.memory.text, "score": h.score,
+                          **h.explanation.to_dict()} for h in res.memories],
+            "episodes": [{"id": h.memory.id, "text": h.memory.text, "score": h.score}
+                         for h in res.episodes]}))
+    elif as_table:
         console.print(hits_table(res))
+    else:
+        console.print(res.render() or "(nothing recalled)", markup=False, highlight=False)
 
 
 @app.command()

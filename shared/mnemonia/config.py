@@ -328,6 +328,25 @@ _INT_MINIMUMS: dict[str, int] = {
 _BOOLS = ("keyword_dates",)
 
 
+CONFIG_ENV = ENV_PREFIX + "CONFIG"
+"""Environment variable naming a JSON config file (else ``mnemonia.json`` in the store)."""
+CONFIG_FILE = "mnemonia.json"
+
+
+def config_file(store: str | os.PathLike[str] | None, chroma_url: str | None = None
+                ) -> Path | None:
+    """The JSON config an engine opened on ``store`` reads by default: ``$MNEMONIA_CONFIG``,
+    else ``mnemonia.json`` in the store folder (``./memory`` for an embedded store opened
+    without a path) when it exists, else none."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        return Path(named)
+    if store is None and chroma_url is not None:
+        return None
+    candidate = Path(store if store is not None else "./memory").expanduser() / CONFIG_FILE
+    return candidate if candidate.is_file() else None
+
+
 def _range_text(lo: float, hi: float, lo_in: bool, hi_in: bool) -> str:
     left = "[" if lo_in else "("
     right = "]" if hi_in else ")"

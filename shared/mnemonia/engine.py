@@ -30,7 +30,7 @@ from mnemonia import ingest, lifecycle, maintenance, transfer
 from mnemonia import recall as recall_mod
 from mnemonia import validation as check
 from mnemonia.clock import Clock, SystemClock
-from mnemonia.config import MnemoniaConfig
+from mnemonia.config import MnemoniaConfig, config_file
 from mnemonia.embeddings import as_embedder
 from mnemonia.errors import InvalidInputError
 from mnemonia.maintenance.scheduler import Scheduler
@@ -84,7 +84,8 @@ class MemoryEngine:
             chroma_url: A Chroma server, e.g. ``http://127.0.0.1:8000`` (server mode).
             sql_url: Any SQLAlchemy URL for the side-store (e.g. ``postgresql+psycopg://...``);
                 in server mode without it, a SQLite file in ``path`` is used.
-            config: Tunables; default :class:`MnemoniaConfig` loaded from ``MNEMONIA_*``.
+            config: Tunables; default: ``MNEMONIA_CONFIG`` or ``<path>/mnemonia.json`` (if
+                there is one), then ``MNEMONIA_*`` (:meth:`MnemoniaConfig.load`).
             clock: Where ``now`` comes from; default the system clock (UTC).
             embedder: ``None`` for the bundled all-MiniLM-L6-v2, or any LangChain
                 ``Embeddings`` / LlamaIndex ``BaseEmbedding`` / Mnemonia embedder.
@@ -94,7 +95,7 @@ class MemoryEngine:
             maintenance: ``background`` (the default: jobs run by themselves, see
                 :class:`~mnemonia.Scheduler`) or ``manual``; default ``config.maintenance``.
         """
-        cfg = config if config is not None else MnemoniaConfig.load()
+        cfg = config if config is not None else MnemoniaConfig.load(config_file(path, chroma_url))
         if not isinstance(cfg, MnemoniaConfig):
             raise InvalidInputError(f"config must be a MnemoniaConfig, got {type(cfg).__name__}")
         check.namespace(namespace)
@@ -235,9 +236,11 @@ class MemoryEngine:
         """Async :meth:`add_many`."""
         return await asyncio.to_thread(self.add_many, items, tenant=tenant)
 
-    def get(self, memory_id: str, *, tenant: str) -> Memory:
-        """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError."""
-        return lifecycle.get(self._rt, check.tenant(tenant), memory_id)
+    def get(self, memory_id: str, *, tenant: str, touch: bool = False) -> Memory:
+        """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError;
+        ``touch=True`` counts the read as an access (a recall hit at rank 1)."""
+        return lifecycle.get(self._rt, check.tenant(tenant), memory_id,
+                             touch=check.boolean(touch, "touch"))
 
     def list(self, *, tenant: str, session_id: str | None = None, include_deleted: bool = False,
              limit: int | None = None) -> builtins.list[Memory]:

@@ -151,9 +151,18 @@ def update_metadata(rt: Runtime, tenant: str, memory_id: str,
 
 
 # -- reads ------------------------------------------------------------------------------------
-def get(rt: Runtime, tenant: str, memory_id: str) -> Memory:
-    """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError."""
-    with rt.reading() as conn:
+def get(rt: Runtime, tenant: str, memory_id: str, *, touch: bool = False) -> Memory:
+    """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError.
+    With ``touch`` the read counts as an access: like a recall hit at rank 1."""
+    if not touch:
+        with rt.reading() as conn:
+            return rt.sql.memory(conn, tenant, memory_id)
+    cfg = rt.config
+    with rt.writing() as conn:
+        rt.sql.row(conn, tenant, memory_id)
+        rt.sql.record_access(conn, tenant, [(memory_id, 1.0)], k=1, user_id=None,
+                             at=to_ts(rt.now()), growth=cfg.stability_growth,
+                             cap=cfg.stability_cap)
         return rt.sql.memory(conn, tenant, memory_id)
 
 
@@ -166,10 +175,16 @@ def list_memories(rt: Runtime, tenant: str, *, session_id: str | None, include_d
 
 
 def history(rt: Runtime, tenant: str, memory_id: str) -> list[Event]:
-    """The audit trail of one memory, oldest first."""
+    """The audit trail of one memory, oldest first: its ``memory_events`` and, as
+    ``recalled`` events, its access-log rows (every recall hit, kept in the access log so the
+    recall path writes one row per hit, not two)."""
     with rt.reading() as conn:
         rt.sql.row(conn, tenant, memory_id)
-        return rt.sql.events_of(conn, tenant, memory_id)
+        events = rt.sql.events_of(conn, tenant, memory_id)
+        recalls = rt.sql.recalls_of(conn, tenant, memory_id)
+    merged = sorted([(e.at, 0, i, e) for i, e in enumerate(events)]
+                    + [(e.at, 1, i, e) for i, e in enumerate(recalls)], key=lambda t: t[:3])
+    return [e for *_, e in merged]
 
 
 def relations(rt: Runtime, tenant: str, memory_id: str) -> list[Relation]:

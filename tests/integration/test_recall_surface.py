@@ -4,11 +4,14 @@ the other memory's id and a one-line summary."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
-from mnemonia import ManualClock, MemoryEngine
-from mnemonia.errors import InvalidTextError
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia.embeddings import HashingEmbedder
+from mnemonia.errors import InvalidInputError, InvalidTextError
 from mnemonia.scoring import activation as act
 
 
@@ -104,3 +107,69 @@ def test_a_long_linked_memory_is_summarised_on_one_line(engine: MemoryEngine) ->
     (link,) = res.memories[0].explanation.links
     assert link.summary.endswith("…") and len(link.summary) <= 80 and "\n" not in link.summary
     assert long_text.startswith(link.summary[:-1].rstrip())
+
+
+def test_get_with_touch_counts_as_an_access_and_history_shows_recalls(
+        engine: MemoryEngine, clock: ManualClock) -> None:
+    m = engine.add("The spare key is under the blue flower pot", tenant="t")
+    assert engine.get(m.id, tenant="t").access_count == 0  # a plain get is no access
+    clock.advance(timedelta(hours=1))
+    got = engine.get(m.id, tenant="t", touch=True)
+    assert got.access_count == 1 and got.stability == pytest.approx(1.5)
+    assert got.accessed_at == clock.now()
+    engine.recall("where is the spare key?", tenant="t", k=1, user_id="ana")
+    events = engine.history(m.id, tenant="t")
+    assert [e.event for e in events] == ["created", "recalled", "recalled"]
+    assert events[-1].after == {"rank": 1, "k": 1, "score": events[-1].after["score"],
+                                "user_id": "ana"}
+    with pytest.raises(InvalidInputError, match="touch='yes'"):
+        engine.get(m.id, tenant="t", touch="yes")  # type: ignore[arg-type]
+
+
+def test_a_config_file_is_found_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    store = tmp_path / "s"
+    store.mkdir()
+    (store / "mnemonia.json").write_text(json.dumps({"default_k": 5, "maintenance": "manual"}))
+    monkeypatch.delenv("MNEMONIA_CONFIG", raising=False)
+    with MemoryEngine.open(store, embedder=HashingEmbedder()) as engine:
+        assert engine.config.default_k == 5 and engine.scheduler is None
+    named = tmp_path / "elsewhere.json"
+    named.write_text(json.dumps({"default_k": 7}))
+    monkeypatch.setenv("MNEMONIA_CONFIG", str(named))
+    with MemoryEngine.open(store, embedder=HashingEmbedder(), maintenance="manual") as engine:
+        assert engine.config.default_k == 7
+    given = MnemoniaConfig.load(env={}, default_k=2, maintenance="manual")
+    with MemoryEngine.open(store, embedder=HashingEmbedder(), config=given) as engine:
+        assert engine.config.default_k == 2  # an explicit config wins
+
+
+@pytest.mark.integration
+def test_cli_recall_prints_the_sections_a_table_or_json(tmp_path: Path,
+                                                        real_embedder: object) -> None:
+    from mnemonia.cli import app
+    from typer.testing import CliRunner
+
+    store = tmp_path / "s"
+    with MemoryEngine.open(store, embedder=real_embedder, maintenance="manual") as engine:
+        engine.add("Lena is allergic to peanuts", tenant="fam", entities=["person:lena"],
+                   importance=0.9)
+        engine.add("Lena moved to Porto in May", tenant="fam", entities=["person:lena"])
+        engine.add("The car needs new tyres", tenant="fam")
+    run = CliRunner().invoke
+    base = ["--path", str(store), "--tenant", "fam"]
+    out = run(app, ["recall", "what is Lena allergic to?", *base, "-k", "1"])
+    assert out.exit_code == 0, out.output
+    assert "RELEVANT MEMORY\n- Lena is allergic to peanuts" in out.output
+    table = run(app, ["recall", "what is Lena allergic to?", *base, "--table"])
+    assert table.exit_code == 0 and "cos" in table.output and "score" in table.output
+    data = run(app, ["recall", "what is Lena allergic to?", *base, "--json", "--mode",
+                     "general", "--episode-k", "0"])
+    parsed = json.loads(data.output)
+    assert parsed["mode"] == "general" and parsed["episodes"] == []
+    assert parsed["memories"][0]["text"] == "Lena is allergic to peanuts"
+    ent_only = run(app, ["recall", *base, "--entity", "person:lena", "--json"])
+    assert {m["text"] for m in json.loads(ent_only.output)["memories"]} == {
+        "Lena is allergic to peanuts", "Lena moved to Porto in May"}
+    topic = run(app, ["recall", "tyres", *base, "--topic", "cars", "--json"])
+    assert topic.exit_code == 0

@@ -639,6 +639,15 @@ class SideStore:
                       before=json.loads(r.before) if r.before else None,
                       after=json.loads(r.after) if r.after else None) for r in rows]
 
+    def recalls_of(self, conn: Connection, tenant: str, memory_id: str) -> list[Event]:
+        """The access-log rows of one memory as ``recalled`` events (rank, k, score, user)."""
+        a = access_log.c
+        rows = conn.execute(sa.select(a.at, a.rank, a.k, a.score, a.user_id).where(
+            a.memory_id == memory_id, a.tenant == tenant).order_by(a.at, a.id)).fetchall()
+        return [Event(memory_id=memory_id, event="recalled", at=from_ts(r.at), before=None,
+                      after={"rank": r.rank, "k": r.k, "score": r.score, "user_id": r.user_id})
+                for r in rows]
+
     def events_since(self, conn: Connection, tenant: str, ids: Sequence[str], event: str
                      ) -> list[tuple[str, float]]:
         """``(memory_id, at)`` of every ``event`` of ``ids``."""
