@@ -79,6 +79,7 @@ DEFAULT_EVICT_INTERVAL: float = 3600.0
 DEFAULT_CONSOLIDATE_INTERVAL: float = 3600.0
 DEFAULT_MAINTENANCE_POLL_SECONDS: float = 1.0
 DEFAULT_MAINTENANCE_LEASE_SECONDS: float = 300.0
+DEFAULT_RERANK_CANDIDATES: int = 20
 DEFAULT_EMBED_BATCH_SIZE: int = 64
 DEFAULT_QUERY_CACHE_SIZE: int = 1024
 DEFAULT_RETRY_ATTEMPTS: int = 5
@@ -145,6 +146,9 @@ class MnemoniaConfig:
     # Background maintenance (seconds on the engine's clock between two runs of each job;
     # re-evaluation uses reevaluation_interval). The poll and the lease are real seconds.
     maintenance: str = DEFAULT_MAINTENANCE
+    # With a reranker (MemoryEngine.open(rerank=...)): how many of the best scored memories
+    # the cross-encoder re-scores (at least k).
+    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
     enrich_interval: float = DEFAULT_ENRICH_INTERVAL
     review_interval: float = DEFAULT_REVIEW_INTERVAL
     evict_interval: float = DEFAULT_EVICT_INTERVAL
@@ -323,6 +327,7 @@ _INT_MINIMUMS: dict[str, int] = {
     "embed_batch_size": 1,
     "query_cache_size": 0,
     "retry_attempts": 1,
+    "rerank_candidates": 1,
 }
 
 _BOOLS = ("keyword_dates",)

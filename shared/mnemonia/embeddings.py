@@ -10,12 +10,12 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from mnemonia.errors import MissingDependencyError, MnemoniaError
+from mnemonia.errors import InvalidInputError, MissingDependencyError, MnemoniaError
 from mnemonia.scoring.activation import words
 
 __all__ = [
@@ -24,8 +24,10 @@ __all__ = [
     "Embedder",
     "HashingEmbedder",
     "QueryCache",
+    "Reranker",
     "SentenceTransformerEmbedder",
     "as_embedder",
+    "as_reranker",
     "default_embedder",
 ]
 
@@ -226,6 +228,46 @@ def default_embedder() -> SentenceTransformerEmbedder:
         if _DEFAULT is None:
             _DEFAULT = SentenceTransformerEmbedder()
         return _DEFAULT
+
+
+Reranker = Callable[[str, Sequence[str]], list[float]]
+"""``(query, texts) -> logits``: a cross-encoder's relevance of each text to the query."""
+
+
+def as_reranker(obj: Any | None) -> Reranker | None:
+    """A reranker from a sentence-transformers ``CrossEncoder`` (its raw logits) or any
+    ``(query, texts) -> scores`` callable (scores taken as logits); ``None`` stays ``None``."""
+    if obj is None:
+        return None
+    predict = getattr(obj, "predict", None)
+    if callable(predict):
+        import inspect
+
+        import torch
+
+        # raw logits: sentence-transformers calls the option activation_fn (>= 4) or
+        # activation_fct (3.x)
+        params = inspect.signature(predict).parameters
+        raw = {("activation_fn" if "activation_fn" in params else "activation_fct"):
+               torch.nn.Identity()}
+
+        def cross_encoder(query: str, texts: Sequence[str]) -> list[float]:
+            out = predict([(query, t) for t in texts], show_progress_bar=False,
+                          convert_to_numpy=True, **raw)
+            logits = np.asarray(out, dtype=np.float64).reshape(len(texts), -1)[:, 0]
+            return [float(x) for x in logits]
+        return cross_encoder
+    if callable(obj):
+        def scorer(query: str, texts: Sequence[str]) -> list[float]:
+            out = list(obj(query, list(texts)))
+            if len(out) != len(texts):
+                raise MnemoniaError(f"the reranker returned {len(out)} scores for {len(texts)} "
+                                    "texts; it must return one score per text")
+            return [float(x) for x in out]
+        return scorer
+    raise InvalidInputError(
+        f"rerank={obj!r}: must be a sentence-transformers CrossEncoder or a callable "
+        "(query, texts) -> scores")
 
 
 def as_embedder(obj: Any | None) -> Embedder:

@@ -31,7 +31,7 @@ from mnemonia import recall as recall_mod
 from mnemonia import validation as check
 from mnemonia.clock import Clock, SystemClock
 from mnemonia.config import MnemoniaConfig, config_file
-from mnemonia.embeddings import as_embedder
+from mnemonia.embeddings import as_embedder, as_reranker
 from mnemonia.errors import InvalidInputError
 from mnemonia.maintenance.scheduler import Scheduler
 from mnemonia.models import Event, Memory, RecallResult, Relation
@@ -76,6 +76,7 @@ class MemoryEngine:
         summariser: Summariser | None = None,
         namespace: str = "mnemonia",
         maintenance: str | None = None,
+        rerank: Any = None,
     ) -> MemoryEngine:
         """Open (or create) a store.
 
@@ -94,6 +95,8 @@ class MemoryEngine:
             namespace: Chroma collection prefix (``<namespace>-<tenant>``) on a shared server.
             maintenance: ``background`` (the default: jobs run by themselves, see
                 :class:`~mnemonia.Scheduler`) or ``manual``; default ``config.maintenance``.
+            rerank: A sentence-transformers ``CrossEncoder`` or ``(query, texts) -> scores``:
+                re-scores the best ``rerank_candidates`` as ``0.4*score + 0.6*sigmoid(logit)``.
         """
         cfg = config if config is not None else MnemoniaConfig.load(config_file(path, chroma_url))
         if not isinstance(cfg, MnemoniaConfig):
@@ -104,7 +107,7 @@ class MemoryEngine:
         rt = Runtime.open(path, chroma_url=chroma_url, sql_url=sql_url, config=cfg,
                           clock=clock or SystemClock(), embedder=as_embedder(embedder),
                           entity_extractor=entity_extractor, summariser=summariser,
-                          namespace=namespace)
+                          namespace=namespace, reranker=as_reranker(rerank))
         try:
             transfer.check_models(rt)
             transfer.repair(rt)

@@ -85,6 +85,7 @@ class Explanation:
     mode: str
     score: float
     links: tuple[Link, ...] = ()
+    rerank: float | None = None  # the cross-encoder's logit, when a reranker ran
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -105,6 +106,8 @@ class Explanation:
         parts.append(f"act={self.activation:.2f}")
         parts.append(f"R={self.retention:.2f}")
         parts.append(f"util={self.utility:.2f}")
+        if self.rerank is not None:
+            parts.append(f"rerank={self.rerank:.2f}")
         parts.append(f"score={self.score:.3f}")
         parts += [x.render() for x in self.links]
         return " ".join(parts)

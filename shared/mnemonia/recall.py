@@ -84,6 +84,7 @@ class Candidates:
     cos: dict[str, float] = field(default_factory=dict)
     seeds: dict[str, float] = field(default_factory=dict)
     activations: dict[str, act.Activation] = field(default_factory=dict)
+    logits: dict[str, float] = field(default_factory=dict)  # the reranker's, when one ran
 
 
 def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
@@ -437,13 +438,32 @@ def _ranked(rt: Runtime, req: RecallRequest, c: Candidates
     prelim.sort(key=lambda t: (-t[0], t[1]))
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
+    if rt.reranker is not None and prelim:
+        prelim = _rerank(rt, req, c, prelim)
     extra = [t for t in prelim[req.k:] if rows[t[1]].kind == "episode"
              and not (t[2].source and t[2].relation)][:req.episode_k]
     return prelim[:req.k] + extra
 
 
+def _rerank(rt: Runtime, req: RecallRequest, c: Candidates,
+            prelim: list[tuple[float, str, act.Activation]]
+            ) -> list[tuple[float, str, act.Activation]]:
+    """The cross-encoder re-scores the best ``rerank_candidates`` (at least ``k``):
+    ``0.4*score + 0.6*sigmoid(logit)``; the rest keep their order after them."""
+    n = max(req.k, rt.config.rerank_candidates)
+    head, tail = prelim[:n], prelim[n:]
+    logits = rt.reranker(req.query, [c.rows[mid].text for _, mid, _ in head])  # type: ignore[misc]
+    blended = [(modes_mod.rerank_blend(score, logit), mid, a)
+               for (score, mid, a), logit in zip(head, logits, strict=True)]
+    for (_, mid, _), logit in zip(head, logits, strict=True):
+        c.logits[mid] = logit
+    blended.sort(key=lambda t: (-t[0], t[1]))
+    return blended + tail
+
+
 def _explanation(rt: Runtime, req: RecallRequest, r: Any, a: act.Activation | None,
-                 meta: SeedInfo | None, score: float, links: tuple[Link, ...]) -> Explanation:
+                 meta: SeedInfo | None, score: float, links: tuple[Link, ...],
+                 logit: float | None = None) -> Explanation:
     return Explanation(
         cosine=meta.cosine if meta else None, keyword=meta.keyword if meta else None,
         seed=a.seed if a is not None and a.seed > 0 else None,
@@ -451,7 +471,7 @@ def _explanation(rt: Runtime, req: RecallRequest, r: Any, a: act.Activation | No
         entity=meta.entity if meta else req.entity if a is None else None,
         activation=a.value if a is not None else 1.0, importance=r.importance,
         retention=retention_of(rt, r, req.now), utility=r.utility, mode=req.mode, score=score,
-        links=links)
+        links=links, rerank=logit)
 
 
 def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
@@ -473,7 +493,7 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
                                           ("superseded_by", (r.superseded_by,)
                                            if r.superseded_by else ()))
                       for o in group)
-        exp = _explanation(rt, req, r, a, c.info.get(mid), score, named)
+        exp = _explanation(rt, req, r, a, c.info.get(mid), score, named, c.logits.get(mid))
         hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
                         contradictions=contra, supersedes=sup, superseded_by=r.superseded_by))
     return hits

@@ -22,7 +22,7 @@ import numpy as np
 
 from mnemonia import entities as ent
 from mnemonia.config import MnemoniaConfig
-from mnemonia.embeddings import Embedder, QueryCache
+from mnemonia.embeddings import Embedder, QueryCache, Reranker
 from mnemonia.errors import InvalidInputError, StoreError
 from mnemonia.store.repository import Connection, SideStore
 from mnemonia.store.vector import VectorIndex
@@ -95,8 +95,10 @@ class Runtime:
     def __init__(self, *, vectors: VectorIndex, sql: SideStore, config: MnemoniaConfig,
                  clock: Any, embedder: Embedder, path: Path | None = None,
                  entity_extractor: ent.EntityExtractor | None = None,
-                 summariser: Summariser | None = None, lock: StoreLock | None = None) -> None:
+                 summariser: Summariser | None = None, lock: StoreLock | None = None,
+                 reranker: Reranker | None = None) -> None:
         self.config = config
+        self.reranker = reranker
         self.clock = clock
         self.embedder = embedder
         self.path = path
@@ -118,7 +120,7 @@ class Runtime:
     def open(cls, path: Any, *, chroma_url: str | None, sql_url: str | None,
              config: MnemoniaConfig, clock: Any, embedder: Embedder,
              entity_extractor: ent.EntityExtractor | None, summariser: Summariser | None,
-             namespace: str) -> Runtime:
+             namespace: str, reranker: Reranker | None = None) -> Runtime:
         """Open both stores (an embedded store's folder locked for this process)."""
         folder, url = store_folders(path, chroma_url, sql_url)
         lock = StoreLock(folder) if chroma_url is None and folder is not None else None
@@ -135,7 +137,7 @@ class Runtime:
             raise
         return cls(vectors=vectors, sql=side, config=config, clock=clock, embedder=embedder,
                    path=folder, entity_extractor=entity_extractor, summariser=summariser,
-                   lock=lock)
+                   lock=lock, reranker=reranker)
 
     # -- scopes ------------------------------------------------------------------------------
     def check_open(self) -> None:
