@@ -301,6 +301,30 @@ def test_failure_during_a_replace_leaves_the_stored_version(rich: Rich, tmp_path
     assert dump(store) == before
 
 
+def test_a_file_changed_during_the_import_is_refused_at_the_commit(rich: Rich,
+                                                                    tmp_path: Path) -> None:
+    """The file is hashed on every pass: changed between the check and the commit (here in
+    the middle of a replace, its swaps already done in the commit transaction), the commit
+    is rolled back and the staged rows removed."""
+    store = tmp_path / "store"
+    shutil.copytree(rich.folder, store)
+    records = _lines(rich.plain)
+    for r in records:
+        if r["type"] == "memory":
+            r["text"] = r["text"] + " (edited)"
+    edited = _write(tmp_path / "edited.jsonl", records)
+
+    def tamper(stage: str, done: int, total: int) -> None:
+        if stage == "commit" and done == 0:
+            with edited.open("a") as fh:
+                fh.write("\n")
+
+    with open_store(store, rich.now) as e, pytest.raises(
+            InvalidImportFileError, match="changed while it was being imported"):
+        e.import_(edited, on_conflict="replace", on_progress=tamper)
+    assert dump(store) == rich.dump
+
+
 # ---------------------------------------------------------------------------------------------
 # on_conflict
 # ---------------------------------------------------------------------------------------------
