@@ -11,7 +11,8 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -230,24 +231,67 @@ def _maintain_every(engine: Any, seconds: float, tenant: str | None,
         console.print("stopped")
 
 
+_STAGES = {"export": "export", "check": "check the file", "write": "write memories",
+           "commit": "commit"}
+
+
+@contextmanager
+def _progress(out: Console) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar per stage of an export or import, fed by ``on_progress``."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=out, transient=False)
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if not tasks:
+            bar.start()  # on the first report: a command that fails early prints no bar
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(_STAGES.get(stage, stage), total=max(total, 1))
+        bar.update(tasks[stage], completed=done, total=max(total, 1))
+
+    try:
+        yield update
+    finally:
+        if tasks:
+            bar.stop()
+
+
 @app.command("export")
 def export_cmd(out: Path, path: PathOpt = Path("memory"),
-               tenant: Annotated[str | None, typer.Option()] = None) -> None:
-    """Export memories and relations as JSONL (with the embedding model and dimension)."""
+               tenant: Annotated[str | None, typer.Option()] = None,
+               with_vectors: Annotated[bool, typer.Option(
+                   "--with-vectors", help="Also write the vectors (no re-embedding on import "
+                   "with the same model).")] = False) -> None:
+    """Export memories with all their state, relations, audit trail and access log as JSONL
+    (format 2, with the embedding model and dimension)."""
     try:
-        with _open(path) as engine:
-            n = engine.export(out, tenant=tenant)
+        with _open(path) as engine, _progress(console) as report:
+            n = engine.export(out, tenant=tenant, with_vectors=with_vectors,
+                              on_progress=report)
     except MnemoniaError as e:
         _fail(e)
     console.print(f"exported {n} memories to {out}")
 
 
 @app.command("import")
-def import_cmd(src: Path, path: PathOpt = Path("memory"), reembed: bool = False) -> None:
-    """Import a JSONL export (``--reembed`` for another embedding model)."""
+def import_cmd(src: Path, path: PathOpt = Path("memory"), reembed: bool = False,
+               on_conflict: Annotated[str, typer.Option(
+                   "--on-conflict", help="Ids the store already has: error (refuse), skip "
+                   "(keep the stored memory) or replace (take the file's).")] = "error") -> None:
+    """Import a JSONL export whole or not at all (``--reembed`` for another embedding
+    model)."""
     try:
-        with _open(path) as engine:
-            n = engine.import_(src, reembed=reembed)
+        with _open(path) as engine, _progress(console) as report:
+            n = engine.import_(src, reembed=reembed, on_conflict=on_conflict,
+                               on_progress=report)
     except MnemoniaError as e:
         _fail(e)
     console.print(f"imported {n} memories")

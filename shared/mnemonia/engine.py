@@ -351,19 +351,19 @@ class MemoryEngine:
         patch = check.metadata_patch(metadata)
         return lifecycle.update_metadata(self._rt, tenant, memory_id, patch)
 
-    def export(self, path: str | os.PathLike[str], *, tenant: str | None = None) -> int:
-        """Write memories and relations as JSONL (with embeddings, model and dimension)."""
-        tenants = [check.tenant(tenant)] if tenant is not None else self.tenants()
-        return transfer.export(self._rt, path, tenants,
-                               lambda t: self.list(tenant=t, include_deleted=True))
+    def export(self, path: str | os.PathLike[str], *, tenant: str | None = None,
+               with_vectors: bool = False, on_progress: transfer.Progress | None = None) -> int:
+        """Stream one tenant (or all) to JSONL format 2: every stored column, relations, audit
+        trail, access log; vectors with ``with_vectors``. Returns the memory count."""
+        return transfer.export(self._rt, path, tenant, with_vectors=with_vectors,
+                               on_progress=on_progress)
 
-    def import_(self, path: str | os.PathLike[str], *, reembed: bool = False) -> int:
-        """Load a JSONL export. With another embedding model, pass ``reembed=True``."""
-        return transfer.import_records(
-            path, self._rt, reembed=reembed,
-            add_many=lambda items, t: self.add_many(items, tenant=t),
-            relate=lambda r: self.relate(r["src"], r["dst"], r["rel_type"], tenant=r["tenant"],
-                                         strength=r["strength"]))
+    def import_(self, path: str | os.PathLike[str], *, reembed: bool = False,
+                on_conflict: str = "error", on_progress: transfer.Progress | None = None) -> int:
+        """Load a JSONL export (format 1 or 2) whole or not at all; stored ids: ``on_conflict``
+        ``error``/``skip``/``replace``; another model: ``reembed=True``. Returns the count."""
+        return transfer.import_file(self._rt, path, reembed=reembed, on_conflict=on_conflict,
+                                    on_progress=on_progress)
 
     def evict(self, *, tenant: str, force: bool = True) -> maintenance.EvictionReport:
         """Soft-delete the lowest-priority active memories (budget ``eviction_budget``)."""

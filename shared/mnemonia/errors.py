@@ -12,7 +12,9 @@ __all__ = [
     "CrossTenantError",
     "EmbeddingModelMismatchError",
     "FutureTimeError",
+    "ImportConflictError",
     "InvalidConfigError",
+    "InvalidImportFileError",
     "InvalidImportanceError",
     "InvalidInputError",
     "InvalidQualityError",
@@ -98,6 +100,25 @@ class MemoryNotFoundError(MnemoniaError, KeyError):
 
 class CrossTenantError(InvalidInputError):
     """An operation that would connect or touch two tenants."""
+
+
+class InvalidImportFileError(InvalidInputError):
+    """An import file that cannot be loaded as it is: not JSON, cut short, a missing or
+    mistyped field, an unknown record, a reference to a memory that is nowhere. ``line`` is
+    the 1-based line number (``None`` for the file as a whole). Nothing was written."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        self.line = line
+        super().__init__(message if line is None else f"line {line}: {message}")
+
+
+class ImportConflictError(InvalidInputError):
+    """Memory ids of an import file already exist in the store (``on_conflict="error"``);
+    ``ids`` lists them (the first ones). Nothing was written."""
+
+    def __init__(self, message: str, *, ids: list[str]) -> None:
+        self.ids = ids
+        super().__init__(message)
 
 
 class EmbeddingModelMismatchError(MnemoniaError):

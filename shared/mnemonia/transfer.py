@@ -1,30 +1,94 @@
 """Moving memories in and out of a store, and keeping its two halves in agreement: JSONL
 export / import, the embedding-model check at open, and the repair of writes a crash left
 half-done (DESIGN section 3).
+
+Export format 2 (one JSON object a line, UTF-8; times are float seconds since the epoch, UTC,
+exactly as stored):
+
+- ``header``: ``format`` (2), ``embedding_model``, ``dimension``, ``exported_at``,
+  ``with_vectors``, ``tenants``;
+- per tenant, ``tenant`` (its ``collections`` row: ``created_at``, ``next_seq``, model and
+  dimension), then one ``memory`` per memory, deleted ones too: every column of the
+  ``memories`` table but ``status`` (:data:`MEMORY_FIELDS`), ``links`` (its
+  ``memory_entities`` rows) and, with ``with_vectors``, ``vector`` (the float32 little-endian
+  bytes, base64); then its ``relation`` (``src``, ``dst``, ``rel_type``, ``strength``,
+  ``created_at``), ``event`` (the audit trail, oldest first) and ``access`` (the access log,
+  which re-evaluation and review read) records;
+- ``end``: the number of memory, relation, event and access records, so a file cut short at
+  a line boundary is refused too.
+
+Import reads the file twice (three times with relations), line by line: first it checks every
+line and collects the ids (conflicts with the store, references), and writes nothing if
+anything is wrong; then it writes in batches of :data:`BATCH` memories, rows staged with the
+status ``i:<import id>`` that no read shows, vectors into Chroma, and one SQL transaction
+makes the whole import visible at once. A crash before that commit is undone whole by
+:func:`repair` at the next open; one after it is finished. Memory use grows with the number
+of memories (their ids), never with the texts or vectors. Format-1 files (the first export:
+``Memory.to_dict()`` lines with ``embedding``) still import.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 import logging
+import math
 import os
-from collections.abc import Callable, Sequence
+import uuid
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
-from mnemonia.errors import EmbeddingModelMismatchError
-from mnemonia.models import Memory
+from mnemonia import validation as check
+from mnemonia.clock import to_ts
+from mnemonia.config import TENANT_PATTERN
+from mnemonia.errors import (
+    EmbeddingModelMismatchError,
+    ImportConflictError,
+    InvalidImportFileError,
+    InvalidInputError,
+    MnemoniaError,
+    StoreError,
+)
+from mnemonia.models import KINDS
 from mnemonia.runtime import Runtime
+from mnemonia.scoring import activation as act
+from mnemonia.scoring.reevaluation import IMMEDIATE, STATES
 from mnemonia.store.repository import chunks
 
-__all__ = ["check_models", "export", "import_records", "read_export", "repair"]
+__all__ = ["BATCH", "CONFLICT_MODES", "FORMAT", "MEMORY_FIELDS", "Progress", "check_models",
+           "export", "import_file", "repair", "repair_imports"]
 
 log = logging.getLogger("mnemonia")
 
-EXPORT_BATCH = 1000
-"""Vectors read from Chroma per call while exporting."""
+FORMAT = 2
+"""The export format :func:`export` writes (:func:`import_file` reads 1 and 2)."""
+BATCH = 256
+"""Memories read, embedded and written per batch by export and import."""
+CONFLICT_MODES = ("error", "skip", "replace")
+"""What an import does with a memory id the store already has."""
+JOURNAL = "import:"
+"""``kv`` key prefix of the imports under way (``import:<id>``, ``import:<id>:r<n>``)."""
+
+Progress = Callable[[str, int, int], None]
+"""``(stage, done, total)``: ``export`` (memories), ``check`` (bytes read), ``write``
+(memories written), ``commit`` (0 then 1)."""
+
+MEMORY_FIELDS = (
+    "id", "tenant", "seq", "text", "kind", "topic", "entities", "importance", "created_at",
+    "accessed_at", "access_count", "stability", "easiness", "interval_days", "repetitions",
+    "next_review", "last_quality", "utility", "state", "pinned", "deleted_at",
+    "superseded_by", "consolidated_into", "session_id", "metadata", "embedding_model",
+    "enriched_at", "last_reviewed_at", "last_reevaluated_at", "heat_counter", "heat_at",
+)
+"""The ``memories`` columns a format-2 memory record carries (all but ``status``)."""
 
 
 def check_models(rt: Runtime) -> None:
@@ -43,8 +107,10 @@ def check_models(rt: Runtime) -> None:
 
 
 def repair(rt: Runtime) -> None:
-    """Finish or undo writes a crash left half-done: a pending memory whose vector reached
-    Chroma is committed, one whose vector did not is removed, a hard delete is completed."""
+    """Finish or undo writes a crash left half-done: an import not committed is undone whole
+    (one committed is finished), a pending memory whose vector reached Chroma is committed,
+    one whose vector did not is removed, a hard delete is completed."""
+    repair_imports(rt)
     with rt.reading() as conn:
         rows = rt.sql.unfinished(conn)
     if not rows:
@@ -71,70 +137,983 @@ def repair(rt: Runtime) -> None:
                  tenant, len(finish), len(undo), len(deleting))
 
 
-def export(rt: Runtime, path: str | os.PathLike[str], tenants: Sequence[str],
-           memories_of: Callable[[str], list[Memory]]) -> int:
-    """Write the memories (``memories_of(tenant)``, deleted ones too) and relations of
-    ``tenants`` as JSONL with embeddings, model and dimension; returns the memory count."""
-    count = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"type": "header", "embedding_model": rt.embedder.name,
-                             "dimension": rt.embedder.dimension}) + "\n")
-        for t in tenants:
-            mems = memories_of(t)
-            col = rt.collection(t, create=False)
-            vecs: dict[str, np.ndarray] = {}
-            for chunk in chunks([m.id for m in mems], EXPORT_BATCH):
-                vecs.update(rt.vectors.get_vectors(col, chunk))
-            for m in mems:
-                rec = {"type": "memory", **m.to_dict(),
-                       "embedding": [round(float(x), 7) for x in vecs[m.id]]}
-                fh.write(json.dumps(rec) + "\n")
-                count += 1
-            with rt.reading() as conn:
-                for r in rt.sql.tenant_relations(conn, t):
-                    fh.write(json.dumps({"type": "relation", "tenant": t, "src": r.src,
-                                         "dst": r.dst, "rel_type": r.type,
-                                         "strength": r.strength}) + "\n")
-    return count
+# ---------------------------------------------------------------------------------------------
+# export
+# ---------------------------------------------------------------------------------------------
+def _export_target(path: Any) -> Path:
+    """The file to export to: its folder must exist and it must not be a folder itself."""
+    try:
+        target = Path(os.fspath(path)).expanduser()
+    except TypeError as e:
+        raise InvalidInputError(f"path={path!r}: must be a file path (str or Path)") from e
+    if target.is_dir():
+        raise InvalidInputError(
+            f"cannot export to {str(target)!r}: it is a folder; give a file path such as "
+            f"{str(target / 'memories.jsonl')!r}")
+    if not target.parent.is_dir():
+        raise InvalidInputError(
+            f"cannot export to {str(target)!r}: the folder {str(target.parent)!r} does not "
+            "exist (create it first)")
+    return target
 
 
-def read_export(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool
-                ) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
-    """The ``add_many`` items per tenant and the relation records of a JSONL export."""
-    with open(path, encoding="utf-8") as fh:
-        records = [json.loads(line) for line in fh if line.strip()]
-    header = records[0] if records and records[0].get("type") == "header" else {}
-    same = header.get("embedding_model") == rt.embedder.name
+class _Out:
+    """The export file: one JSON line per record, counted by type."""
+
+    def __init__(self, fh: TextIO, total: int, on_progress: Progress | None) -> None:
+        self.fh = fh
+        self.total = total
+        self.on_progress = on_progress
+        self.counts = {"memories": 0, "relations": 0, "events": 0, "accesses": 0}
+
+    def put(self, rec: Mapping[str, Any], count: str | None = None) -> None:
+        try:
+            line = json.dumps(rec, ensure_ascii=False, allow_nan=False)
+        except ValueError as e:  # a NaN or infinity stored somewhere: refuse, do not corrupt
+            raise StoreError(f"cannot export {rec.get('type')} record {rec.get('id', '')!r}:"
+                             f" {e}") from e
+        try:
+            self.fh.write(line + "\n")
+        except UnicodeEncodeError:  # a lone surrogate in metadata: keep it escaped
+            self.fh.write(json.dumps(rec, allow_nan=False) + "\n")
+        if count is not None:
+            self.counts[count] += 1
+
+    def progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress("export", self.counts["memories"], self.total)
+
+
+def _memory_record(r: Any, links: list[str], vector: bytes | None) -> dict[str, Any]:
+    rec: dict[str, Any] = {"type": "memory"}
+    for name in MEMORY_FIELDS:
+        rec[name] = getattr(r, name)
+    rec["entities"] = json.loads(r.entities)
+    rec["metadata"] = json.loads(r.metadata)
+    rec["pinned"] = bool(r.pinned)
+    rec["links"] = links
+    if vector is not None:
+        rec["vector"] = base64.b64encode(vector).decode("ascii")
+    return rec
+
+
+def _side_record(kind: str, r: Any) -> dict[str, Any]:
+    if kind == "relations":
+        return {"type": "relation", "tenant": r.tenant, "src": r.src, "dst": r.dst,
+                "rel_type": r.type, "strength": r.strength, "created_at": r.created_at}
+    if kind == "events":
+        return {"type": "event", "tenant": r.tenant, "memory_id": r.memory_id,
+                "event": r.event, "at": r.at,
+                "before": None if r.before is None else json.loads(r.before),
+                "after": None if r.after is None else json.loads(r.after)}
+    return {"type": "access", "tenant": r.tenant, "memory_id": r.memory_id, "rank": r.rank,
+            "k": r.k, "score": r.score, "user_id": r.user_id, "at": r.at}
+
+
+def _vector_bytes(rt: Runtime, conn: Any, col: Any, ids: Sequence[str]) -> dict[str, bytes]:
+    """The stored float32 bytes of each of ``ids`` (side-store first, then Chroma)."""
+    out = rt.sql.vectors_get(conn, ids)
+    missing = [i for i in ids if i not in out]
+    if missing and col is not None:
+        out.update((i, np.asarray(v, dtype="<f4").tobytes())
+                   for i, v in rt.vectors.get_vectors(col, missing).items())
+    lost = [i for i in ids if i not in out]
+    if lost:
+        raise StoreError(f"memories {lost[:5]} have no vector in either store; run the export "
+                         "without with_vectors (the texts are embedded again on import)")
+    return out
+
+
+def _export_tenant(rt: Runtime, conn: Any, out: _Out, tenant: str, with_vectors: bool) -> None:
+    coll = rt.sql.collection_row(conn, tenant)
+    if coll is None:
+        return
+    out.put({"type": "tenant", "tenant": tenant, "embedding_model": coll.embedding_model,
+             "dimension": coll.dimension, "created_at": coll.created_at,
+             "next_seq": coll.next_seq})
+    col = rt.collection(tenant, create=False) if with_vectors else None
+    after: tuple[int, str] | None = None
+    while rows := rt.sql.memory_page(conn, tenant, after, BATCH):
+        ids = [r.id for r in rows]
+        links = rt.sql.entity_links(conn, ids)
+        vectors = _vector_bytes(rt, conn, col, ids) if with_vectors else {}
+        for r in rows:
+            out.put(_memory_record(r, links.get(r.id, []), vectors.get(r.id)), "memories")
+        out.progress()
+        after = (rows[-1].seq, rows[-1].id)
+    for kind, count in (("relations", "relations"), ("events", "events"),
+                        ("access", "accesses")):
+        for r in rt.sql.stream_tenant(conn, kind, tenant):
+            out.put(_side_record(kind, r), count)
+
+
+def export(rt: Runtime, path: str | os.PathLike[str], tenant: str | None = None, *,
+           with_vectors: bool = False, on_progress: Progress | None = None) -> int:
+    """Write ``tenant``'s memories (every tenant's for ``None``) as JSONL format 2 and return
+    how many. The store is read in one snapshot (a consistent copy, while writers go on); the
+    file is written beside ``path`` and moved over it at the end, so a failed export never
+    leaves a partial file (nor destroys an older one)."""
+    rt.check_open()
+    names = [check.tenant(tenant)] if tenant is not None else None
+    with_vectors = check.boolean(with_vectors, "with_vectors")
+    target = _export_target(path)
+    part = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        fh = open(part, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise InvalidInputError(f"cannot write the export to {str(target)!r}: "
+                                f"{e.strerror or e}") from e
+    try:
+        with fh, rt.sql.snapshot() as conn:
+            names = names if names is not None else rt.sql.tenants(conn)
+            out = _Out(fh, rt.sql.memory_count(conn, names), on_progress)
+            out.put({"type": "header", "format": FORMAT, "embedding_model": rt.embedder.name,
+                     "dimension": rt.embedder.dimension, "exported_at": to_ts(rt.now()),
+                     "with_vectors": with_vectors, "tenants": names})
+            out.progress()
+            for t in names:
+                _export_tenant(rt, conn, out, t, with_vectors)
+            out.put({"type": "end", **out.counts})
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(part, target)
+    except OSError as e:
+        raise StoreError(f"writing the export to {str(target)!r} failed: "
+                         f"{e.strerror or e}") from e
+    finally:
+        part.unlink(missing_ok=True)
+    return out.counts["memories"]
+
+
+# ---------------------------------------------------------------------------------------------
+# import: reading and checking records
+# ---------------------------------------------------------------------------------------------
+class _Bad(Exception):
+    """A field value that is not allowed (turned into an InvalidImportFileError)."""
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise _Bad("must be a finite number")
+    return float(v)
+
+
+def _time(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise _Bad("must be a time in seconds since the epoch (a finite number)")
+    return float(v)
+
+
+def _opt(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else fn(v)
+
+
+def _count(least: int = 0, most: int | None = None) -> Callable[[Any], int]:
+    def fn(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < least or (
+                most is not None and v > most):
+            raise _Bad(f"must be an integer >= {least}" + ("" if most is None
+                                                             else f" and <= {most}"))
+        return v
+    return fn
+
+
+def _at_least(low: float, *, strict: bool = False) -> Callable[[Any], float]:
+    def fn(v: Any) -> float:
+        x = _number(v)
+        if x < low or (strict and x == low):
+            raise _Bad(f"must be a finite number {'>' if strict else '>='} {low}")
+        return x
+    return fn
+
+
+def _unit(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
+        raise _Bad("must be a finite number in [0, 1]")
+    return float(v)
+
+
+def _string(most: int) -> Callable[[Any], str]:
+    def fn(v: Any) -> str:
+        if not isinstance(v, str) or not v or len(v) > most:
+            raise _Bad(f"must be a string of 1-{most} characters")
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise _Bad("must be valid Unicode text (it has a lone surrogate)") from e
+        return v
+    return fn
+
+
+def _choice(options: Sequence[str]) -> Callable[[Any], str]:
+    def fn(v: Any) -> str:
+        if v not in options:
+            raise _Bad(f"must be one of {', '.join(options)}")
+        return str(v)
+    return fn
+
+
+def _flag(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise _Bad("must be true or false")
+    return v
+
+
+def _ident(v: Any) -> str:
+    if not isinstance(v, str) or not check.ID_PATTERN.match(v):
+        raise _Bad("must be a memory id: 1-64 letters, digits, '_', '.', ':' or '-'")
+    return v
+
+
+def _tenant(v: Any) -> str:
+    if not isinstance(v, str) or not TENANT_PATTERN.match(v):
+        raise _Bad("must be a tenant name: 1-64 letters, digits, '_' or '-'")
+    return v
+
+
+def _entity_list(v: Any) -> list[str]:
+    if not isinstance(v, list) or not all(
+            isinstance(e, str) and ":" in e and len(e) <= 256 for e in v):
+        raise _Bad("must be a list of 'type:name' strings")
+    return [_string(256)(e) for e in v]
+
+
+def _tenant_list(v: Any) -> list[str]:
+    if not isinstance(v, list):
+        raise _Bad("must be a list of tenant names")
+    return [_tenant(t) for t in v]
+
+
+def _json_object(v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise _Bad("must be a JSON object")
+    try:
+        return check.json_safe(v)
+    except InvalidInputError as e:
+        raise _Bad(str(e)) from e
+
+
+Spec = Mapping[str, Callable[[Any], Any]]
+
+_MEMORY: Spec = {
+    "id": _ident, "tenant": _tenant, "seq": _count(), "text": _string(10**9),
+    "kind": _choice(KINDS), "topic": _opt(_string(128)), "entities": _entity_list,
+    "importance": _unit, "created_at": _time, "accessed_at": _time, "access_count": _count(),
+    "stability": _at_least(0.0, strict=True), "easiness": _number, "interval_days": _count(),
+    "repetitions": _count(), "next_review": _opt(_time), "last_quality": _count(0, 5),
+    "utility": _number, "state": _choice(STATES), "pinned": _flag, "deleted_at": _opt(_time),
+    "superseded_by": _opt(_ident), "consolidated_into": _opt(_ident),
+    "session_id": _opt(_string(256)), "metadata": _json_object,
+    "embedding_model": _string(256), "enriched_at": _opt(_time),
+    "last_reviewed_at": _opt(_time), "last_reevaluated_at": _opt(_time),
+    "heat_counter": _at_least(0.0), "heat_at": _opt(_time), "links": _entity_list,
+}
+_SPECS: dict[str, Spec] = {
+    "header": {"format": _count(1), "embedding_model": _string(256), "dimension": _count(1),
+               "exported_at": _opt(_time), "with_vectors": _flag,
+               "tenants": _tenant_list},
+    "tenant": {"tenant": _tenant, "embedding_model": _string(256), "dimension": _count(1),
+               "created_at": _time, "next_seq": _count()},
+    "memory": _MEMORY,
+    "relation": {"tenant": _tenant, "src": _ident, "dst": _ident, "rel_type": _string(48),
+                 "strength": _number, "created_at": _time},
+    "event": {"tenant": _tenant, "memory_id": _ident, "event": _string(32), "at": _time,
+              "before": _opt(_json_object), "after": _opt(_json_object)},
+    "access": {"tenant": _tenant, "memory_id": _ident, "rank": _count(1), "k": _count(1),
+               "score": _number, "user_id": _opt(_string(256)), "at": _time},
+    "end": {"memories": _count(), "relations": _count(), "events": _count(),
+            "accesses": _count()},
+}
+_OPTIONAL: dict[str, set[str]] = {
+    "header": {"format", "exported_at", "with_vectors", "tenants"}, "memory": {"vector"},
+}
+_V1_MEMORY = ("id", "tenant", "text", "kind", "topic", "entities", "importance", "created_at",
+              "accessed_at", "access_count", "stability", "sm2", "utility", "state", "pinned",
+              "deleted_at", "superseded_by", "consolidated_into", "session_id", "metadata",
+              "embedding_model")
+_V1_SM2 = ("easiness", "interval_days", "repetitions", "next_review", "last_quality")
+
+
+def _fields(n: int, kind: str, rec: Mapping[str, Any], spec: Spec,
+            optional: Collection[str] = ()) -> dict[str, Any]:
+    """The checked fields of one record (``type`` left out), or InvalidImportFileError."""
+    missing = [k for k in spec if k not in rec and k not in optional]
+    if missing:
+        raise InvalidImportFileError(
+            f"{kind} record misses field(s) {', '.join(map(repr, missing))}", line=n)
+    unknown = sorted(set(rec) - set(spec) - set(optional) - {"type"})
+    if unknown:
+        raise InvalidImportFileError(
+            f"{kind} record has unknown field(s) {', '.join(map(repr, unknown))}; a format-2 "
+            f"{kind} record has {', '.join(sorted(set(spec) | set(optional)))}", line=n)
+    out: dict[str, Any] = {}
+    for name, value in rec.items():
+        if name == "type":
+            continue
+        try:
+            out[name] = spec[name](value) if name in spec else value
+        except (_Bad, TypeError) as e:
+            raise InvalidImportFileError(
+                f"{kind} record: field {name!r} = {_short(value)} {e}", line=n) from e
+    return out
+
+
+def _iso(n: int, name: str, value: Any) -> float | None:
+    """A format-1 ISO time (or null) as epoch seconds."""
+    if value is None:
+        return None
+    try:
+        dt = datetime.fromisoformat(value)
+    except (TypeError, ValueError) as e:
+        raise InvalidImportFileError(
+            f"memory record: field {name!r} = {_short(value)} must be an ISO 8601 time with "
+            "a timezone", line=n) from e
+    if dt.tzinfo is None:
+        raise InvalidImportFileError(
+            f"memory record: field {name!r} = {_short(value)} has no timezone", line=n)
+    return to_ts(dt)
+
+
+def _from_v1(n: int, rec: Mapping[str, Any], seq: int, dimension: int) -> dict[str, Any]:
+    """A format-1 memory line as a format-2 record: what format 1 did not keep gets the value
+    a fresh store would have (not enriched unless ``immediate``, no heat, never reviewed)."""
+    missing = [k for k in (*_V1_MEMORY, "embedding") if k not in rec]
+    if missing:
+        raise InvalidImportFileError(
+            f"memory record misses field(s) {', '.join(map(repr, missing))}", line=n)
+    sm2 = rec["sm2"]
+    if not isinstance(sm2, dict) or any(k not in sm2 for k in _V1_SM2):
+        raise InvalidImportFileError(
+            f"memory record: field 'sm2' must be an object with {', '.join(_V1_SM2)}", line=n)
+    out = {k: rec[k] for k in _V1_MEMORY if k != "sm2"}
+    out.update({k: sm2[k] for k in _V1_SM2})
+    for name in ("created_at", "accessed_at", "deleted_at"):
+        out[name] = _iso(n, name, rec[name])
+    out["next_review"] = _iso(n, "sm2.next_review", sm2["next_review"])
+    out.update(type="memory", seq=seq, links=rec["entities"], last_reviewed_at=None,
+               last_reevaluated_at=None, heat_counter=0.0, heat_at=None,
+               enriched_at=out["created_at"] if rec["state"] == IMMEDIATE else None)
+    vector = rec["embedding"]
+    if vector is not None:
+        try:
+            arr = np.asarray(vector, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise InvalidImportFileError("memory record: field 'embedding' must be a list of "
+                                         "numbers", line=n) from e
+        if arr.shape != (dimension,) or not np.all(np.isfinite(arr)):
+            raise InvalidImportFileError(
+                f"memory record: field 'embedding' must be {dimension} finite numbers",
+                line=n)
+        norm = float(np.linalg.norm(arr))
+        out["vector"] = (arr / norm if norm else arr).astype("<f4").tobytes()
+    return out
+
+
+def _decode_vector(n: int, value: Any, dimension: int) -> bytes:
+    try:
+        raw = base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 4 * dimension or not np.all(np.isfinite(np.frombuffer(raw, "<f4"))):
+        raise InvalidImportFileError(
+            f"memory record: field 'vector' must be the base64 of {dimension} finite float32 "
+            "numbers (little-endian)", line=n)
+    return raw
+
+
+class _Source:
+    """The import file, read line by line (each pass hashes it, to notice a change)."""
+
+    def __init__(self, path: Any) -> None:
+        try:
+            self.path = Path(os.fspath(path)).expanduser()
+        except TypeError as e:
+            raise InvalidImportFileError(f"path={path!r}: must be a file path") from e
+        if self.path.is_dir():
+            raise InvalidImportFileError(f"{str(self.path)!r} is a folder, not an export file")
+        try:
+            self.size = self.path.stat().st_size
+        except OSError as e:
+            raise InvalidImportFileError(
+                f"cannot read {str(self.path)!r}: {e.strerror or e}") from e
+        self.digest = ""
+
+    def _open(self) -> BinaryIO:
+        try:
+            return open(self.path, "rb")
+        except OSError as e:
+            raise InvalidImportFileError(
+                f"cannot read {str(self.path)!r}: {e.strerror or e}") from e
+
+    def lines(self) -> Iterator[tuple[int, dict[str, Any], int]]:
+        """``(line number, record, bytes read so far)`` of every non-blank line."""
+        sha = hashlib.sha256()
+        done = 0
+        with self._open() as fh:
+            for n, raw in enumerate(fh, start=1):
+                sha.update(raw)
+                done += len(raw)
+                if not raw.strip():
+                    continue
+                yield n, self._parse(n, raw), done
+        digest = sha.hexdigest()
+        if self.digest and digest != self.digest:
+            raise InvalidImportFileError(
+                f"{str(self.path)!r} changed while it was being imported; nothing was written")
+        self.digest = digest
+
+    @staticmethod
+    def _parse(n: int, raw: bytes) -> dict[str, Any]:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidImportFileError(f"is not UTF-8 text ({e.reason} at byte {e.start})",
+                                         line=n) from e
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError as e:
+            if not raw.endswith(b"\n"):
+                raise InvalidImportFileError(
+                    "is cut short: the file is truncated (its last line is not complete JSON)",
+                    line=n) from e
+            raise InvalidImportFileError(f"is not JSON ({e.msg} at column {e.colno})",
+                                         line=n) from e
+        if not isinstance(rec, dict):
+            raise InvalidImportFileError(
+                f"is not a JSON object (got {type(rec).__name__})", line=n)
+        return rec
+
+
+# ---------------------------------------------------------------------------------------------
+# import: the checking pass
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Tenant:
+    created_at: float | None = None
+    next_seq: int = 0
+    line: int = 0
+    new: int = 0  # memories of the tenant the import adds (not replaces)
+
+
+@dataclass
+class _Plan:
+    """What the checking pass learnt; the writing passes follow it."""
+
+    iid: str
+    version: int
+    dimension: int
+    use_vectors: bool
+    on_conflict: str
+    tenants: dict[str, _Tenant] = field(default_factory=dict)
+    # id -> (tenant, line, action): "new", "skip", "gone" (skipped: taken by another
+    # tenant) or the staging id of a replacement ("#...")
+    ids: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+    unchecked: list[str] = field(default_factory=list)  # ids to look up in the store
+    # references (line, what, tenant, target) to look up in the store, then the ones that
+    # must be in the rest of the file (``store`` False: only a memory of the file will do)
+    lookups: list[tuple[int, str, str, str]] = field(default_factory=list)
+    forward: list[tuple[int, str, str, str, bool]] = field(default_factory=list)
+    conflicts: list[tuple[str, int]] = field(default_factory=list)
+    taken: list[tuple[str, int]] = field(default_factory=list)
+    end: int = 0  # line of the end record
+    last: int = 0
+
+    @property
+    def status(self) -> str:
+        return f"i:{self.iid}"
+
+    @property
+    def writes(self) -> int:
+        return sum(1 for _, _, a in self.ids.values() if a == "new" or a.startswith("#"))
+
+
+def _header(rt: Runtime, n: int, rec: Mapping[str, Any], reembed: bool, on_conflict: str,
+            source: _Source) -> _Plan:
+    if rec.get("type") != "header":
+        raise InvalidImportFileError(
+            f"the first line must be the header ({{\"type\": \"header\", \"format\": {FORMAT}"
+            f", \"embedding_model\": ..., \"dimension\": ...}}), got a {rec.get('type')!r} "
+            "record", line=n)
+    version = rec.get("format", 1)
+    if version not in (1, 2):
+        raise InvalidImportFileError(
+            f"export format {version!r} is not supported; this version reads formats 1 and "
+            f"{FORMAT}", line=n)
+    spec = _SPECS["header"] if version == 2 else {k: _SPECS["header"][k] for k in (
+        "embedding_model", "dimension")}
+    head = _fields(n, "header", rec, spec, _OPTIONAL["header"] if version == 2 else {"format"})
+    same = head["embedding_model"] == rt.embedder.name
     if not same and not reembed:
         raise EmbeddingModelMismatchError(
-            f"{str(path)!r} was exported with {header.get('embedding_model')!r}; this engine "
+            f"{str(source.path)!r} was exported with {head['embedding_model']!r}; this engine "
             f"uses {rt.embedder.name!r}: pass reembed=True to embed the texts again")
-    by_tenant: dict[str, list[dict[str, Any]]] = {}
-    rels = []
-    for rec in records:
-        if rec.get("type") == "memory":
-            item = {"id": rec["id"], "text": rec["text"], "importance": rec["importance"],
-                    "kind": rec["kind"], "topic": rec["topic"],
-                    "entities": rec["entities"], "session_id": rec["session_id"],
-                    "metadata": {k: v for k, v in rec["metadata"].items() if k != "speaker"},
-                    "at": datetime.fromisoformat(rec["created_at"]),
-                    "pinned": rec["pinned"], "speaker": rec["metadata"].get("speaker")}
-            if same and not reembed:
-                item["embedding"] = rec["embedding"]
-            by_tenant.setdefault(rec["tenant"], []).append(item)
-        elif rec.get("type") == "relation":
-            rels.append(rec)
-    return by_tenant, rels
+    if same and not reembed and head["dimension"] != rt.embedder.dimension:
+        raise InvalidImportFileError(
+            f"the header says dimension {head['dimension']} for {head['embedding_model']!r}, "
+            f"but this engine's embedder has dimension {rt.embedder.dimension}", line=n)
+    return _Plan(iid=uuid.uuid4().hex[:12], version=version, dimension=head["dimension"],
+                 use_vectors=same and not reembed, on_conflict=on_conflict)
 
 
-def import_records(path: str | os.PathLike[str], rt: Runtime, *, reembed: bool,
-                   add_many: Callable[[list[dict[str, Any]], str], list[Memory]],
-                   relate: Callable[[dict[str, Any]], object]) -> int:
-    """Load a JSONL export through ``add_many(items, tenant)`` and ``relate(record)``."""
-    by_tenant, rels = read_export(rt, path, reembed=reembed)
-    count = 0
-    for tenant, items in by_tenant.items():
-        count += len(add_many(items, tenant))
-    for rec in rels:
-        relate(rec)
-    return count
+def _clean(rt: Runtime, plan: _Plan, n: int, rec: Mapping[str, Any],
+           v1_seq: Counter[str]) -> tuple[str, dict[str, Any]]:
+    """``(type, checked fields)`` of one record after the header (format 1 converted)."""
+    kind = rec.get("type")
+    if plan.end and n > plan.end:
+        raise InvalidImportFileError(f"a {kind!r} record after the end line (line "
+                                     f"{plan.end})", line=n)
+    allowed = ("memory", "relation") if plan.version == 1 else tuple(_SPECS)[1:]
+    if kind not in allowed:
+        what = "no 'type' field" if kind is None else f"unknown record type {kind!r}"
+        raise InvalidImportFileError(f"{what}; a format-{plan.version} file has "
+                                     f"{', '.join(allowed)} records", line=n)
+    if plan.version == 1 and kind == "memory":
+        tenant = rec.get("tenant")
+        name = tenant if isinstance(tenant, str) else ""
+        rec = _from_v1(n, rec, v1_seq[name], plan.dimension)
+        v1_seq[name] += 1
+    elif plan.version == 1:
+        rec = {**rec, "created_at": to_ts(rt.now())}
+    out = _fields(n, str(kind), rec, _SPECS[str(kind)], _OPTIONAL.get(str(kind), set()))
+    try:
+        if kind == "memory":
+            check.text(out["text"], max_chars=rt.config.max_text_chars)
+            if "vector" in out and plan.version == 2:
+                out["vector"] = _decode_vector(n, out["vector"], plan.dimension)
+        elif kind == "relation":
+            act.relation_weight(out["rel_type"], rt.type_weights or None)
+            act.validate_strength(out["strength"])
+            if out["src"] == out["dst"]:
+                raise InvalidInputError(f"a memory cannot relate to itself (id {out['src']!r})")
+    except MnemoniaError as e:
+        raise InvalidImportFileError(f"{kind} record: {e}", line=n) from e
+    return str(kind), out
+
+
+def _note_memory(rt: Runtime, plan: _Plan, conn: Any, n: int, m: dict[str, Any]) -> None:
+    tenant, mid = m["tenant"], m["id"]
+    t = plan.tenants.get(tenant)
+    if t is None:
+        if plan.version == 2:
+            raise InvalidImportFileError(
+                f"memory {mid!r} of tenant {tenant!r} comes before that tenant's 'tenant' "
+                "record", line=n)
+        t = plan.tenants[tenant] = _Tenant(line=n)
+    if plan.version == 1:
+        t.next_seq = m["seq"] + 1
+    elif m["seq"] >= t.next_seq:
+        raise InvalidImportFileError(
+            f"memory {mid!r} has seq {m['seq']}, not below its tenant's next_seq "
+            f"{t.next_seq} (line {t.line})", line=n)
+    seen = plan.ids.get(mid)
+    if seen is not None:
+        raise InvalidImportFileError(f"memory id {mid!r} already appeared on line {seen[1]}",
+                                     line=n)
+    plan.ids[mid] = (tenant, n, "new")
+    plan.unchecked.append(mid)
+    for what in ("superseded_by", "consolidated_into"):
+        if m[what] is not None:
+            _reference(rt, plan, conn, n, f"{what} {m[what]!r} of memory {mid!r}", tenant,
+                       m[what])
+    if len(plan.unchecked) >= 500:
+        _look_up_ids(rt, plan, conn)
+
+
+def _look_up_ids(rt: Runtime, plan: _Plan, conn: Any) -> None:
+    """Decide, for the ids read since the last call, what the import does with each."""
+    ids, plan.unchecked = plan.unchecked, []
+    owners = rt.sql.owners(conn, ids)
+    for mid in ids:
+        owner = owners.get(mid)
+        if owner is None:
+            continue
+        tenant, line, _ = plan.ids[mid]
+        if plan.on_conflict == "error":
+            plan.conflicts.append((mid, line))  # the same words whoever owns it
+        elif plan.on_conflict == "skip":
+            plan.ids[mid] = (tenant, line, "skip" if owner == tenant else "gone")
+        elif owner == tenant:
+            plan.ids[mid] = (tenant, line, f"#{plan.iid}#{line}")
+        else:
+            plan.taken.append((mid, line))
+
+
+def _reference(rt: Runtime, plan: _Plan, conn: Any, n: int, what: str, tenant: str,
+               target: str, *, store: bool = True) -> None:
+    """Check that ``target`` is a memory of ``tenant``: in the file (now or, for a forward
+    reference, by the end) or, with ``store``, in the store."""
+    seen = plan.ids.get(target)
+    if seen is not None:
+        if seen[0] != tenant:
+            raise InvalidImportFileError(
+                f"{what} of tenant {tenant!r} points at memory {target!r} of tenant "
+                f"{seen[0]!r} (line {seen[1]}): relations across tenants are refused", line=n)
+        return
+    if store:
+        plan.lookups.append((n, what, tenant, target))
+    else:
+        plan.forward.append((n, what, tenant, target, False))
+    if len(plan.lookups) >= 500:
+        _look_up_references(rt, plan, conn)
+
+
+def _look_up_references(rt: Runtime, plan: _Plan, conn: Any) -> None:
+    refs, plan.lookups = plan.lookups, []
+    found = rt.sql.columns_of(conn, sorted({r[3] for r in refs}), ["tenant"], committed=True)
+    for ref in refs:
+        row = found.get(ref[3])
+        if row is None or row.tenant != ref[2]:
+            plan.forward.append((*ref, True))  # it may still come later in the file
+
+
+def _note(rt: Runtime, plan: _Plan, conn: Any, n: int, kind: str, rec: dict[str, Any]) -> None:
+    """The checking pass's bookkeeping for one record."""
+    plan.counts[kind] += 1
+    if kind == "tenant":
+        if rec["tenant"] in plan.tenants:
+            raise InvalidImportFileError(f"tenant {rec['tenant']!r} already had its record "
+                                         f"on line {plan.tenants[rec['tenant']].line}", line=n)
+        plan.tenants[rec["tenant"]] = _Tenant(rec["created_at"], rec["next_seq"], n)
+    elif kind == "memory":
+        _note_memory(rt, plan, conn, n, rec)
+    elif kind == "relation":
+        for end in ("src", "dst"):
+            _reference(rt, plan, conn, n, f"relation {rec['src']!r} -{rec['rel_type']}-> "
+                       f"{rec['dst']!r}", rec["tenant"], rec[end])
+    elif kind in ("event", "access"):
+        _reference(rt, plan, conn, n, f"{kind} record of memory {rec['memory_id']!r}",
+                   rec["tenant"], rec["memory_id"], store=False)
+    elif kind == "end":
+        plan.end = n
+        said = {"memory": rec["memories"], "relation": rec["relations"],
+                "event": rec["events"], "access": rec["accesses"]}
+        for k, v in said.items():
+            if plan.counts[k] != v:
+                raise InvalidImportFileError(
+                    f"the end line says {v} {k} record(s) but the file has {plan.counts[k]}:"
+                    " lines are missing or were added", line=n)
+
+
+def _finish_check(rt: Runtime, plan: _Plan, conn: Any) -> None:
+    _look_up_ids(rt, plan, conn)
+    _look_up_references(rt, plan, conn)
+    for n, what, tenant, target, store in plan.forward:
+        seen = plan.ids.get(target)
+        if seen is None and not store:
+            raise InvalidImportFileError(
+                f"{what}: memory {target!r} is not in the file (an export carries the events "
+                "and access rows of its own memories only)", line=n)
+        if seen is None:  # missing and another tenant's memory read alike: nothing leaks
+            raise InvalidImportFileError(
+                f"{what}: memory {target!r} is neither in the file nor in tenant {tenant!r} "
+                "of the store", line=n)
+        if seen[0] != tenant:
+            raise InvalidImportFileError(
+                f"{what} of tenant {tenant!r} points at memory {target!r} of tenant "
+                f"{seen[0]!r} (line {seen[1]}): relations across tenants are refused", line=n)
+    if plan.version == 2 and not plan.end:
+        raise InvalidImportFileError(
+            f"the file is truncated: it stops after line {plan.last} without the end line "
+            "that closes a format-2 export")
+    if plan.conflicts:
+        shown = ", ".join(f"{i!r} (line {n})" for i, n in plan.conflicts[:5])
+        raise ImportConflictError(
+            f"{len(plan.conflicts)} memory id(s) of the file already exist in the store: "
+            f"{shown}; pass on_conflict='skip' to keep the stored memories or 'replace' to "
+            "overwrite them with the file's", ids=[i for i, _ in plan.conflicts[:20]])
+    if plan.taken:
+        shown = ", ".join(f"{i!r} (line {n})" for i, n in plan.taken[:5])
+        raise ImportConflictError(
+            f"{len(plan.taken)} memory id(s) of the file are taken in the store by memories "
+            f"this import cannot replace: {shown}; choose other ids",
+            ids=[i for i, _ in plan.taken[:20]])
+
+
+def _check_file(rt: Runtime, source: _Source, *, reembed: bool, on_conflict: str,
+                on_progress: Progress | None) -> _Plan:
+    """The first pass: every line checked, ids and references resolved; nothing written."""
+    plan: _Plan | None = None
+    v1_seq: Counter[str] = Counter()
+    with rt.reading() as conn:
+        for n, rec, done in source.lines():
+            if plan is None:
+                plan = _header(rt, n, rec, reembed, on_conflict, source)
+            else:
+                kind, clean = _clean(rt, plan, n, rec, v1_seq)
+                _note(rt, plan, conn, n, kind, clean)
+            plan.last = n
+            if on_progress is not None and (n % 1000 == 0 or done == source.size):
+                on_progress("check", done, source.size)
+        if plan is None:
+            raise InvalidImportFileError(
+                f"{str(source.path)!r}: the file is empty: no header line")
+        _finish_check(rt, plan, conn)
+    if on_progress is not None:
+        on_progress("check", source.size, source.size)
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# import: the writing passes
+# ---------------------------------------------------------------------------------------------
+def _stage_memories(rt: Runtime, plan: _Plan, batch: list[dict[str, Any]],
+                    base: Mapping[str, int]) -> None:
+    """Write one batch of memories staged (invisible), then their vectors to Chroma."""
+    texts = [check.embed_text(m["text"], m["metadata"].get("speaker")) for m in batch]
+    todo = {i for i, m in enumerate(batch) if not (plan.use_vectors and "vector" in m)}
+    vectors: list[Any] = [None if i in todo else np.frombuffer(m["vector"], "<f4")
+                          for i, m in enumerate(batch)]
+    if todo:
+        order = sorted(todo)
+        for i, v in zip(order, rt.embedder.embed_documents([texts[i] for i in order]),
+                        strict=True):
+            vectors[i] = np.asarray(v, dtype=np.float32)
+    ids = [plan.ids[m["id"]][2] if plan.ids[m["id"]][2].startswith("#") else m["id"]
+           for m in batch]
+    rows = [_staged_row(rt, plan, m, sid, base) for m, sid in zip(batch, ids, strict=True)]
+    with rt.sql.begin() as conn:
+        rt.sql.insert_memories(conn, rows)
+        rt.sql.vectors_put(conn, list(zip(ids, vectors, strict=True)))
+        rt.sql.fts_insert(conn, [(sid, m["tenant"], text)
+                                 for sid, m, text in zip(ids, batch, texts, strict=True)])
+        rt.sql.link_entities(conn, [dict(tenant=m["tenant"], entity=e, memory_id=sid)
+                                    for sid, m in zip(ids, batch, strict=True)
+                                    for e in dict.fromkeys(m["links"])])
+        if plan.version == 1:  # format 1 kept no audit trail: the creation, as ingest writes
+            rt.sql.insert_events(conn, [rt.sql.event_row(
+                m["tenant"], sid, "created", m["created_at"], None,
+                {"state": m["state"], "importance": m["importance"], "kind": m["kind"]})
+                for sid, m in zip(ids, batch, strict=True)])
+    for tenant in dict.fromkeys(m["tenant"] for m in batch):
+        new = [i for i, m in enumerate(batch) if m["tenant"] == tenant
+               and not ids[i].startswith("#")]
+        if new:  # a replacement reaches Chroma only once the import is committed
+            rt.vectors.upsert(rt.collection(tenant, create=True), [ids[i] for i in new],
+                              np.stack([vectors[i] for i in new]).astype(np.float32),
+                              [texts[i] for i in new], [{"kind": batch[i]["kind"]} for i in new])
+
+
+def _staged_row(rt: Runtime, plan: _Plan, m: Mapping[str, Any], sid: str,
+                base: Mapping[str, int]) -> dict[str, Any]:
+    row = {k: m[k] for k in MEMORY_FIELDS}
+    row.update(id=sid, seq=base[m["tenant"]] + m["seq"], entities=json.dumps(m["entities"]),
+               metadata=json.dumps(m["metadata"]), embedding_model=rt.embedder.name,
+               status=plan.status)
+    return row
+
+
+def _side_row(plan: _Plan, kind: str, rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``memory_events`` / ``access_log`` row of a record, on its memory's staged id
+    (``None`` when its memory is skipped)."""
+    action = plan.ids[rec["memory_id"]][2]
+    if action in ("skip", "gone"):
+        return None
+    row = {k: v for k, v in rec.items() if k != "memory_id"}
+    row["memory_id"] = action if action.startswith("#") else rec["memory_id"]
+    if kind == "event":
+        row["before"] = None if rec["before"] is None else json.dumps(rec["before"])
+        row["after"] = None if rec["after"] is None else json.dumps(rec["after"])
+    return row
+
+
+def _stage(rt: Runtime, source: _Source, plan: _Plan, on_progress: Progress | None) -> None:
+    """The second pass: memories, their vectors, events and access rows, staged."""
+    with rt.reading() as conn:
+        base = {t: 0 if (row := rt.sql.collection_row(conn, t)) is None else row.next_seq
+                for t in plan.tenants}
+    total, done = plan.writes, 0
+    memories: list[dict[str, Any]] = []
+    side: dict[str, list[dict[str, Any]]] = {"event": [], "access": []}
+    v1_seq: Counter[str] = Counter()
+
+    def flush(final: bool = False) -> None:
+        nonlocal done
+        if memories and (final or len(memories) >= BATCH):
+            _stage_memories(rt, plan, memories, base)
+            done += len(memories)
+            memories.clear()
+            if on_progress is not None:
+                on_progress("write", done, total)
+        if any(side.values()) and (final or sum(map(len, side.values())) >= 500):
+            with rt.sql.begin() as conn:
+                rt.sql.insert_events(conn, side["event"])
+                rt.sql.insert_access(conn, side["access"])
+            side["event"].clear()
+            side["access"].clear()
+
+    for n, rec, _ in source.lines():
+        if rec.get("type") in ("header", "tenant", "relation", "end"):
+            continue
+        kind, clean = _clean(rt, plan, n, rec, v1_seq)
+        if kind == "memory":
+            action = plan.ids[clean["id"]][2]
+            if action == "new" or action.startswith("#"):
+                memories.append(clean)
+        elif (row := _side_row(plan, kind, clean)) is not None:
+            side[kind].append(row)
+        flush()
+    flush(final=True)
+
+
+def _relation_rows(rt: Runtime, source: _Source, plan: _Plan) -> Iterator[dict[str, Any]]:
+    """The third pass: the relations to write (one whose end is a skipped id that another
+    tenant holds is left out, like one already there)."""
+    for n, rec, _ in source.lines():
+        if rec.get("type") != "relation":
+            continue
+        _, r = _clean(rt, plan, n, rec, Counter())
+        if any(plan.ids.get(r[e], ("", 0, ""))[2] == "gone" for e in ("src", "dst")):
+            continue
+        yield {"tenant": r["tenant"], "src": r["src"], "dst": r["dst"], "type": r["rel_type"],
+               "strength": float(r["strength"]), "created_at": r["created_at"]}
+
+
+def _commit(rt: Runtime, source: _Source, plan: _Plan) -> list[str]:
+    """One SQL transaction: replacements swapped in, relations, tenants, every staged row
+    committed. Returns the replaced ids (their Chroma vectors are written next)."""
+    pairs = [(a, mid) for mid, (_, _, a) in plan.ids.items() if a.startswith("#")]
+    now = to_ts(rt.now())
+    with rt.sql.begin() as conn:
+        for chunk in chunks(pairs):
+            rt.sql.swap_staged(conn, chunk)
+        batch: list[dict[str, Any]] = []
+        for row in _relation_rows(rt, source, plan):
+            batch.append(row)
+            if len(batch) >= 500:
+                rt.sql.put_relations(conn, batch, overwrite=plan.on_conflict == "replace")
+                batch.clear()
+        rt.sql.put_relations(conn, batch, overwrite=plan.on_conflict == "replace")
+        for tenant, _, action in plan.ids.values():
+            if action == "new":
+                plan.tenants[tenant].new += 1
+        for tenant, t in plan.tenants.items():
+            row = rt.sql.collection_row(conn, tenant)
+            if t.new or row is None:  # a tenant with no memory left is a tenant too
+                rt.sql.put_collection(
+                    conn, tenant, model=rt.embedder.name, dimension=rt.embedder.dimension,
+                    created_at=t.created_at if t.created_at is not None else now,
+                    next_seq=(0 if row is None else row.next_seq) + t.next_seq)
+        rt.sql.commit_staged(conn, plan.status)
+        replaced = [mid for _, mid in pairs]
+        rt.sql.kv_delete(conn, [JOURNAL + plan.iid])
+        if replaced:
+            rt.sql.kv_set(conn, JOURNAL + plan.iid, {"state": "committed"})
+            for i, chunk in enumerate(chunks(replaced, 1000)):
+                rt.sql.kv_set(conn, f"{JOURNAL}{plan.iid}:r{i:06d}", list(chunk))
+    return replaced
+
+
+def _sync_vectors(rt: Runtime, ids: Sequence[str]) -> None:
+    """Write the stored vector and text of ``ids`` (committed memories) to Chroma."""
+    for chunk in chunks(list(ids)):
+        with rt.reading() as conn:
+            rows = rt.sql.full_rows(conn, list(chunk))
+            vecs = rt.sql.vectors_get(conn, list(chunk))
+        by_tenant: dict[str, list[Any]] = {}
+        for r in rows:
+            by_tenant.setdefault(r.tenant, []).append(r)
+        for tenant, group in by_tenant.items():
+            rt.vectors.upsert(rt.collection(tenant, create=True), [r.id for r in group],
+                              np.stack([np.frombuffer(vecs[r.id], "<f4") for r in group]),
+                              [check.row_embed_text(r) for r in group],
+                              [{"kind": r.kind} for r in group])
+
+
+def _undo(rt: Runtime, status: str) -> int:
+    """Remove every row an unfinished import staged with ``status``, their vectors and the
+    Chroma collections it made; returns the rows removed."""
+    with rt.reading() as conn:
+        rows = rt.sql.staged(conn, status)
+    by_tenant: dict[str, list[str]] = {}
+    for r in rows:
+        by_tenant.setdefault(r.tenant, []).append(r.id)
+    for tenant, ids in by_tenant.items():
+        col = rt.vectors.collection(tenant, model=rt.embedder.name, dimension=0, create=False)
+        if col is not None:
+            rt.vectors.delete(col, [i for i in ids if not i.startswith("#")])
+    with rt.sql.begin() as conn:
+        for tenant, ids in by_tenant.items():
+            rt.sql.purge(conn, tenant, ids)
+        rt.sql.kv_delete(conn, [k for k, _ in rt.sql.kv_items(conn, JOURNAL + status[2:])])
+        unknown = [t for t in by_tenant if rt.sql.collection_row(conn, t) is None]
+    for tenant in by_tenant:
+        rt.forget_entities(tenant)
+    for tenant in unknown:  # the import made this collection: nothing else is in it
+        col = rt.vectors.collection(tenant, model=rt.embedder.name, dimension=0, create=False)
+        if col is not None and rt.vectors.count(col) == 0:
+            rt.vectors.delete_collection(tenant)
+    return len(rows)
+
+
+def repair_imports(rt: Runtime) -> None:
+    """Undo, whole, every import a crash stopped before its commit; finish (the Chroma side of
+    the replaced memories) every one stopped after it."""
+    with rt.reading() as conn:
+        journal = rt.sql.kv_items(conn, JOURNAL)
+        staged = {r.status for r in rt.sql.staged(conn)}
+    heads = {k[len(JOURNAL):]: v for k, v in journal if ":" not in k[len(JOURNAL):]}
+    for status in sorted(staged | {f"i:{i}" for i, v in heads.items()
+                                   if v.get("state") != "committed"}):
+        removed = _undo(rt, status)
+        log.warning("undid the unfinished import %s: %d staged memories removed", status[2:],
+                    removed)
+    for iid, v in heads.items():
+        if v.get("state") == "committed":
+            keys = [k for k, _ in journal if k.startswith(f"{JOURNAL}{iid}")]
+            ids = [i for k, chunk in journal if k in keys and isinstance(chunk, list)
+                   for i in chunk]
+            _sync_vectors(rt, ids)
+            with rt.sql.begin() as conn:
+                rt.sql.kv_delete(conn, keys)
+            log.warning("finished the import %s: %d replaced vectors written", iid, len(ids))
+
+
+def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = False,
+                on_conflict: str = "error", on_progress: Progress | None = None) -> int:
+    """Load a JSONL export (format 1 or 2) whole or not at all; returns the memories written.
+
+    Every line is checked first (nothing is written if one is wrong); ids already in the store
+    follow ``on_conflict``: ``error`` (refused, listed), ``skip`` (the stored memory stays; the
+    file's events and access rows of it are left out) or ``replace`` (the file's memory takes
+    the place of the stored one of the same tenant: row, vector, entities, events and access
+    rows; the stored relations stay, the file's are written over them)."""
+    rt.check_open()
+    reembed = check.boolean(reembed, "reembed")
+    if on_conflict not in CONFLICT_MODES:
+        raise InvalidInputError(
+            f"on_conflict={on_conflict!r}: must be one of {', '.join(CONFLICT_MODES)}")
+    source = _Source(path)
+    with rt.exclusive():
+        plan = _check_file(rt, source, reembed=reembed, on_conflict=on_conflict,
+                           on_progress=on_progress)
+        try:
+            with rt.sql.begin() as conn:
+                rt.sql.kv_set(conn, JOURNAL + plan.iid, {
+                    "state": "staging", "file": str(source.path), "started_at": to_ts(rt.now())})
+            _stage(rt, source, plan, on_progress)
+            if on_progress is not None:
+                on_progress("commit", 0, 1)
+            replaced = _commit(rt, source, plan)
+        except BaseException:
+            try:
+                _undo(rt, plan.status)
+            except Exception:  # the next open undoes it (repair)
+                log.exception("undoing the import %s failed; the next open will", plan.iid)
+            raise
+        for tenant in plan.tenants:
+            rt.forget_entities(tenant)
+            rt.collection(tenant, create=True)  # a tenant without memories has one too
+        if replaced:
+            _sync_vectors(rt, replaced)
+            with rt.sql.begin() as conn:
+                rt.sql.kv_delete(conn, [k for k, _ in rt.sql.kv_items(conn,
+                                                                      JOURNAL + plan.iid)])
+        if on_progress is not None:
+            on_progress("commit", 1, 1)
+    return plan.writes

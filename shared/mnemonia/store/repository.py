@@ -175,6 +175,22 @@ class SideStore:
         with self._session(False) as conn:
             yield conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A read-only transaction whose reads all see the store as it was at the start
+        (SQLite WAL read transaction, PostgreSQL REPEATABLE READ): a long read such as an
+        export stays consistent without blocking writers."""
+        with self._session(False) as conn:
+            if self.dialect == "postgresql":
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                if self.dialect == "sqlite":
+                    # pysqlite opens no transaction for reads: open one, and read once so
+                    # that its snapshot is taken now
+                    conn.exec_driver_sql("BEGIN")
+                    conn.exec_driver_sql("SELECT count(*) FROM collections").fetchall()
+                yield conn
+
     def dispose(self) -> None:
         self.engine.dispose()
 
@@ -369,6 +385,16 @@ class SideStore:
             row = conn.execute(sa.select(lease.holder).where(
                 lease.job == job, lease.expires_at > now)).first()
         return None if row is None else str(row[0])
+
+    def kv_items(self, conn: Connection, prefix: str) -> list[tuple[str, Any]]:
+        """``(key, value)`` of every key starting with ``prefix``, sorted by key."""
+        rows = conn.execute(sa.select(kv.c.key, kv.c.value).where(
+            kv.c.key.startswith(prefix, autoescape=True)).order_by(kv.c.key))
+        return [(r[0], json.loads(r[1])) for r in rows]
+
+    def kv_delete(self, conn: Connection, keys: Sequence[str]) -> None:
+        for chunk in chunks(list(keys)):
+            conn.execute(kv.delete().where(kv.c.key.in_(chunk)))
 
     # -- memory rows -------------------------------------------------------------------------
     @staticmethod
@@ -887,6 +913,145 @@ class SideStore:
         return [r[0] for r in conn.execute(sa.select(m.id).where(
             m.tenant == tenant, m.status == "committed", m.deleted_at.is_(None),
             m.enriched_at.is_(None), m.state != skipped).order_by(m.seq))]
+
+    # -- export / import ---------------------------------------------------------------------
+    def memory_count(self, conn: Connection, tenants: Sequence[str]) -> int:
+        """Committed memories (deleted ones too) of ``tenants``."""
+        m = memories.c
+        total = 0
+        for chunk in chunks(list(tenants)):
+            total += int(conn.execute(sa.select(sa.func.count()).where(
+                m.tenant.in_(chunk), m.status == "committed")).scalar_one())
+        return total
+
+    def memory_page(self, conn: Connection, tenant: str, after: tuple[int, str] | None,
+                    limit: int) -> list[Any]:
+        """Up to ``limit`` committed rows of ``tenant`` (deleted ones too), every column, in
+        ``(seq, id)`` order, after the ``(seq, id)`` of ``after`` (keyset paging: each page
+        costs the same however far the export has got)."""
+        m = memories.c
+        q = sa.select(memories).where(m.tenant == tenant, m.status == "committed")
+        if after is not None:
+            q = q.where(sa.or_(m.seq > after[0], sa.and_(m.seq == after[0], m.id > after[1])))
+        return list(conn.execute(q.order_by(m.seq, m.id).limit(limit)).fetchall())
+
+    def entity_links(self, conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
+        """``{memory_id: [entity, ...]}`` (sorted) of the ``memory_entities`` rows of ``ids``."""
+        me = memory_entities.c
+        out: dict[str, list[str]] = {}
+        for chunk in chunks(list(ids)):
+            for r in conn.execute(sa.select(me.memory_id, me.entity).where(
+                    me.memory_id.in_(chunk)).order_by(me.memory_id, me.entity)):
+                out.setdefault(r[0], []).append(r[1])
+        return out
+
+    def stream_tenant(self, conn: Connection, kind: str, tenant: str, size: int = 500
+                      ) -> Iterator[Any]:
+        """Every ``relations`` (by key), ``events`` or ``access`` row (by id, of committed
+        memories only) of ``tenant``, read ``size`` rows at a time."""
+        if kind == "relations":
+            r = relations.c
+            q = sa.select(relations).where(r.tenant == tenant).order_by(r.src, r.dst, r.type)
+        else:
+            table = memory_events if kind == "events" else access_log
+            q = sa.select(table).select_from(table.join(
+                memories, memories.c.id == table.c.memory_id)).where(
+                table.c.tenant == tenant, memories.c.tenant == tenant,
+                memories.c.status == "committed").order_by(table.c.id)
+        result = conn.execute(q.execution_options(yield_per=size))
+        for part in result.partitions():
+            yield from part
+
+    def collection_row(self, conn: Connection, tenant: str) -> Any:
+        """The tenant's ``collections`` row, or ``None``."""
+        return conn.execute(sa.select(collections).where(collections.c.tenant == tenant)).first()
+
+    def put_collection(self, conn: Connection, tenant: str, *, model: str, dimension: int,
+                       created_at: float, next_seq: int) -> None:
+        """Make the tenant's ``collections`` row, or set the ``next_seq`` of the one there."""
+        c = collections.c
+        if self.collection_row(conn, tenant) is None:
+            conn.execute(collections.insert().values(
+                tenant=tenant, embedding_model=model, dimension=dimension,
+                created_at=created_at, next_seq=next_seq))
+        else:
+            conn.execute(collections.update().where(c.tenant == tenant)
+                         .values(next_seq=next_seq))
+
+    def insert_access(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert ``access_log`` rows (``tenant, memory_id, rank, k, score, user_id, at``)."""
+        for chunk in chunks(list(rows)):
+            conn.execute(access_log.insert(), list(chunk))
+
+    def put_relations(self, conn: Connection, rows: Sequence[dict[str, Any]], *,
+                      overwrite: bool) -> int:
+        """Insert the ``relations`` rows not there yet; with ``overwrite`` the ones there get
+        the row's strength and creation time. Returns the rows written."""
+        r = relations.c
+        written = 0
+        for chunk in chunks(list(rows)):
+            there: set[tuple[str, str, str, str]] = set()
+            for tenant in {x["tenant"] for x in chunk}:
+                srcs = sorted({x["src"] for x in chunk if x["tenant"] == tenant})
+                there |= {(tenant, q.src, q.dst, q.type) for q in conn.execute(
+                    sa.select(r.src, r.dst, r.type).where(r.tenant == tenant,
+                                                          r.src.in_(srcs)))}
+            new = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) not in there]
+            old = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) in there]
+            if new:
+                conn.execute(relations.insert(), new)
+            if overwrite and old:
+                conn.execute(relations.update().where(
+                    r.tenant == sa.bindparam("b_tenant"), r.src == sa.bindparam("b_src"),
+                    r.dst == sa.bindparam("b_dst"), r.type == sa.bindparam("b_type")).values(
+                    strength=sa.bindparam("b_strength"), created_at=sa.bindparam("b_at")),
+                    [{"b_tenant": x["tenant"], "b_src": x["src"], "b_dst": x["dst"],
+                      "b_type": x["type"], "b_strength": x["strength"],
+                      "b_at": x["created_at"]} for x in old])
+            written += len(new) + (len(old) if overwrite else 0)
+        return written
+
+    def staged(self, conn: Connection, status: str | None = None) -> list[Any]:
+        """``(id, tenant, status)`` of the rows an import staged (status ``i:<import id>``;
+        one import's rows with ``status``)."""
+        m = memories.c
+        # a range, not LIKE, so that the status index serves it
+        cond = m.status == status if status is not None else sa.and_(m.status >= "i:",
+                                                                     m.status < "i;")
+        return list(conn.execute(sa.select(m.id, m.tenant, m.status).where(cond)).fetchall())
+
+    def commit_staged(self, conn: Connection, status: str) -> int:
+        """Every row staged with ``status`` becomes committed (visible) at once."""
+        return int(conn.execute(memories.update().where(memories.c.status == status)
+                                .values(status="committed")).rowcount)
+
+    def swap_staged(self, conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
+        """For each ``(staged_id, id)``: the stored memory ``id`` (its row, vector, entity
+        links, events, access rows and keyword entry; its relations stay) is replaced by the
+        staged one, which takes its id and its place (``seq``) in the tenant."""
+        if not pairs:
+            return
+        real = [b for _, b in pairs]
+        seqs: dict[str, int] = {}
+        for chunk in chunks(real):
+            seqs.update((r[0], r[1]) for r in conn.execute(sa.select(
+                memories.c.id, memories.c.seq).where(memories.c.id.in_(chunk))))
+        for chunk in chunks(real):
+            for table in (access_log, memory_events, memory_entities):
+                conn.execute(table.delete().where(table.c.memory_id.in_(chunk)))
+            conn.execute(memories.delete().where(memories.c.id.in_(chunk)))
+        self.vectors_delete(conn, real)
+        self.fts_delete(conn, real)
+        conn.execute(memories.update().where(memories.c.id == sa.bindparam("b_tmp")).values(
+            id=sa.bindparam("b_id"), seq=sa.bindparam("b_seq")),
+            [{"b_tmp": a, "b_id": b, "b_seq": seqs[b]} for a, b in pairs])
+        moves = [{"b_tmp": a, "b_id": b} for a, b in pairs]
+        for table in (memory_vectors, memory_entities, memory_events, access_log):
+            conn.execute(table.update().where(table.c.memory_id == sa.bindparam("b_tmp"))
+                         .values(memory_id=sa.bindparam("b_id")), moves)
+        if self.dialect == "sqlite":
+            conn.exec_driver_sql("UPDATE memories_kw SET memory_id = ? WHERE memory_id = ?",
+                                 [(b, a) for a, b in pairs])
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

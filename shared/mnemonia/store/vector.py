@@ -135,6 +135,14 @@ class VectorIndex:
     def drop_cached(self, tenant: str) -> None:
         self._collections.pop(tenant, None)
 
+    def delete_collection(self, tenant: str) -> None:
+        """Remove the tenant's collection (an undone import's empty one); missing is fine."""
+        self._collections.pop(tenant, None)
+        name = collection_name(tenant, self.namespace)
+        names = self._call(self._client.list_collections)
+        if any(getattr(c, "name", c) == name for c in names):
+            self._call(lambda: self._client.delete_collection(name=name))
+
     # -- vectors ---------------------------------------------------------------------------
     def upsert(self, col: Any, ids: Sequence[str], vectors: np.ndarray,
                documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
