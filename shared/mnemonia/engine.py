@@ -73,6 +73,7 @@ class MemoryEngine:
         entity_extractor: ent.EntityExtractor | None = None,
         summariser: Summariser | None = None,
         namespace: str = "mnemonia",
+        verify: bool = True,
     ) -> MemoryEngine:
         """Open (or create) a store.
 
@@ -89,22 +90,20 @@ class MemoryEngine:
             summariser: ``texts -> text`` used by consolidation for concept texts.
             namespace: Prefix of the Chroma collection names (``<namespace>-<tenant>``), so
                 several stores can share one Chroma server.
+            verify: Compare Chroma with the side-store (counts first): vectors Chroma lost
+                are rebuilt; vectors of memories the side-store does not know stop the open
+                with ``StoreInconsistentError``. ``False`` only to run :meth:`doctor` on it.
         """
         cfg = config if config is not None else MnemoniaConfig.load()
         if not isinstance(cfg, MnemoniaConfig):
             raise InvalidInputError(f"config must be a MnemoniaConfig, got {type(cfg).__name__}")
         check.namespace(namespace)
+        verify = check.boolean(verify, "verify")
         rt = Runtime.open(path, chroma_url=chroma_url, sql_url=sql_url, config=cfg,
                           clock=clock or SystemClock(), embedder=as_embedder(embedder),
                           entity_extractor=entity_extractor, summariser=summariser,
                           namespace=namespace)
-        try:
-            transfer.check_models(rt)
-            transfer.repair(rt)
-        except BaseException:
-            rt.close()
-            raise
-        return cls(rt)
+        return cls(transfer.open_store(rt, verify_stores=verify))
 
     @classmethod
     def shared(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> MemoryEngine:
@@ -353,6 +352,11 @@ class MemoryEngine:
             add_many=lambda items, t: self.add_many(items, tenant=t),
             relate=lambda r: self.relate(r["src"], r["dst"], r["rel_type"], tenant=r["tenant"],
                                          strength=r["strength"]))
+
+    def doctor(self, *, repair: bool = False) -> transfer.DoctorReport:
+        """Compare each tenant's memories with Chroma, the kept vectors and the keyword index;
+        ``repair=True`` rebuilds what is missing and deletes Chroma vectors of no memory."""
+        return transfer.doctor(self._rt, repair=check.boolean(repair, "repair"))
 
     # -- maintenance (the jobs live in mnemonia.maintenance; these are the public entry points)
     def evict(self, *, tenant: str, force: bool = True) -> maintenance.EvictionReport:
