@@ -378,15 +378,15 @@ def verify(rt: Runtime) -> DoctorReport | None:
     :class:`StoreInconsistentError` and nothing changed. Returns the repair report, or
     ``None`` when the counts agreed."""
     with rt.reading() as conn:
-        counts = rt.sql.memory_counts(conn)
+        counts = rt.sql.row_counts(conn)  # after repair(): every row is committed
         known = rt.sql.tenants(conn)
         kw_rows = rt.sql.keyword_count(conn)
     off = []
     for t in sorted(set(known) | set(rt.vectors.tenants())):
         col = _chroma(rt, t)
-        if (0 if col is None else rt.vectors.count(col)) != counts.get(t, (0, 0))[0]:
+        if (0 if col is None else rt.vectors.count(col)) != counts.get(t, 0):
             off.append(t)
-    keyword_off = kw_rows is not None and kw_rows != sum(n for n, _ in counts.values())
+    keyword_off = kw_rows is not None and kw_rows != sum(counts.values())
     if not off and not keyword_off:
         return None
     tenants = sorted(set(off) | (set(known) if keyword_off else set()))

@@ -377,13 +377,12 @@ class SideStore:
         return []
 
     # -- consistency (doctor) ----------------------------------------------------------------
-    def memory_counts(self, conn: Connection) -> dict[str, tuple[int, int]]:
-        """``{tenant: (committed memories, active ones)}`` in one grouped read."""
+    def row_counts(self, conn: Connection) -> dict[str, int]:
+        """``{tenant: memory rows}`` in any state (after the crash repair at open, all are
+        committed): one scan of the (tenant, seq) index, no table reads."""
         m = memories.c
-        active = sa.func.sum(sa.case((m.deleted_at.is_(None), 1), else_=0))
-        return {r[0]: (int(r[1]), int(r[2] or 0)) for r in conn.execute(
-            sa.select(m.tenant, sa.func.count(), active)
-            .where(m.status == "committed").group_by(m.tenant))}
+        return {r[0]: int(r[1]) for r in conn.execute(
+            sa.select(m.tenant, sa.func.count()).group_by(m.tenant))}
 
     def tenant_memories(self, conn: Connection, tenant: str) -> list[Any]:
         """``(id, status, deleted_at)`` of every memory row of ``tenant``, in any state."""
