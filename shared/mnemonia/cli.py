@@ -1,5 +1,5 @@
 """The ``mnemonia`` command line: add, recall, forget, restore, feedback, relate, stats,
-maintain, export, import, demo and bench.
+maintain, doctor, export, import, demo and bench.
 
 The store folder comes from ``--path`` (or ``MNEMONIA_PATH``; default ``./memory``).
 """
@@ -262,6 +262,60 @@ def _progress(out: Console) -> Iterator[Callable[[str, int, int], None]]:
     finally:
         if tasks:
             bar.stop()
+
+
+def _found(t: Any) -> str:
+    """What a tenant's health row found (or had repaired), in words."""
+    found = [f"{n} {what}" for n, what in (
+        (t.missing, "missing in Chroma"), (t.orphans, "orphan(s) in Chroma"),
+        (t.side_missing, "missing in the side-store"),
+        (t.keyword_off or 0, "off in the keyword index")) if n]
+    if not found:
+        return "ok"
+    return ("repaired: " if t.repaired else "") + ", ".join(found)
+
+
+def doctor_table(report: Any) -> Table:
+    """A table of a :class:`~mnemonia.transfer.DoctorReport`: one row per tenant."""
+    table = Table(title="mnemonia doctor" + (" --repair" if report.repair else ""))
+    table.add_column("tenant")
+    for col in ("memories", "active", "chroma vectors", "side-store vectors",
+                "keyword rows"):
+        table.add_column(col, justify="right")
+    table.add_column("status")
+    for t in report.tenants:
+        table.add_row(t.tenant, str(t.memories), str(t.active), str(t.chroma_vectors),
+                      str(t.side_vectors),
+                      "n/a" if t.keyword_rows is None else str(t.keyword_rows), _found(t))
+    kw = "n/a" if report.stray_keyword_rows is None else str(report.stray_keyword_rows)
+    table.caption = (f"keyword index: {report.keyword_index}; of no memory: "
+                     f"{report.stray_side_vectors} side-store vectors, {kw} keyword rows"
+                     + ("" if report.tenants else "; no tenants"))
+    return table
+
+
+@app.command()
+def doctor(path: PathOpt = Path("memory"),
+           repair: Annotated[bool, typer.Option(
+               "--repair", help="Rebuild what is missing and delete vectors of no memory.")]
+           = False) -> None:
+    """Compare Chroma, the side-store and the keyword index per tenant (--repair fixes them).
+
+    Exit code 0 when the store is consistent (or was repaired), 1 when problems remain.
+    """
+    try:
+        with _open(path, verify=False) as engine:
+            report = engine.doctor(repair=repair)
+    except MnemoniaError as e:
+        _fail(e)
+    console.print(doctor_table(report))
+    if report.consistent:
+        console.print("[green]repaired: the store is consistent[/green]" if report.problems
+                      else "[green]consistent[/green]")
+        return
+    console.print(f"[yellow]{report.problems} problem(s) found; run `mnemonia doctor --repair "
+                  f"--path {path}` to fix them[/yellow]")
+    raise typer.Exit(1)
 
 
 @app.command("export")

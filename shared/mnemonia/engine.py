@@ -77,6 +77,7 @@ class MemoryEngine:
         namespace: str = "mnemonia",
         maintenance: str | None = None,
         rerank: Any = None,
+        verify: bool = True,
     ) -> MemoryEngine:
         """Open (or create) a store.
 
@@ -97,6 +98,8 @@ class MemoryEngine:
                 :class:`~mnemonia.Scheduler`) or ``manual``; default ``config.maintenance``.
             rerank: A sentence-transformers ``CrossEncoder`` or ``(query, texts) -> scores``:
                 re-scores the best ``rerank_candidates`` as ``0.4*score + 0.6*sigmoid(logit)``.
+            verify: Compare Chroma with the side-store (counts first): lost vectors are
+                rebuilt; vectors of no memory stop the open (``StoreInconsistentError``).
         """
         cfg = config if config is not None else MnemoniaConfig.load(config_file(path, chroma_url))
         if not isinstance(cfg, MnemoniaConfig):
@@ -104,17 +107,12 @@ class MemoryEngine:
         check.namespace(namespace)
         if maintenance is not None:
             cfg = dataclasses.replace(cfg, maintenance=maintenance)
+        verify = check.boolean(verify, "verify")
         rt = Runtime.open(path, chroma_url=chroma_url, sql_url=sql_url, config=cfg,
                           clock=clock or SystemClock(), embedder=as_embedder(embedder),
                           entity_extractor=entity_extractor, summariser=summariser,
                           namespace=namespace, reranker=as_reranker(rerank))
-        try:
-            transfer.check_models(rt)
-            transfer.repair(rt)
-        except BaseException:
-            rt.close()
-            raise
-        engine = cls(rt)
+        engine = cls(transfer.open_store(rt, verify_stores=verify))
         if cfg.maintenance == "background":
             engine.scheduler = Scheduler(engine, poll_interval=cfg.maintenance_poll_seconds,
                                          run_at_start=False, follow_clock=True).start()
@@ -364,6 +362,11 @@ class MemoryEngine:
         ``error``/``skip``/``replace``; another model: ``reembed=True``. Returns the count."""
         return transfer.import_file(self._rt, path, reembed=reembed, on_conflict=on_conflict,
                                     on_progress=on_progress)
+
+    def doctor(self, *, repair: bool = False) -> transfer.DoctorReport:
+        """Compare each tenant's memories with Chroma, the kept vectors and the keyword index;
+        ``repair=True`` rebuilds what is missing and deletes Chroma vectors of no memory."""
+        return transfer.doctor(self._rt, repair=check.boolean(repair, "repair"))
 
     def evict(self, *, tenant: str, force: bool = True) -> maintenance.EvictionReport:
         """Soft-delete the lowest-priority active memories (budget ``eviction_budget``)."""

@@ -27,6 +27,8 @@ __all__ = [
     "MnemoniaError",
     "NaiveDatetimeError",
     "StoreError",
+    "StoreFileChangedError",
+    "StoreInconsistentError",
     "StoreUnavailableError",
     "UnknownModeError",
     "UnknownRelationTypeError",
@@ -131,6 +133,17 @@ class StoreError(MnemoniaError):
 
 class StoreUnavailableError(StoreError, ConnectionError):
     """A storage server did not answer after all retries; nothing was half-written."""
+
+
+class StoreFileChangedError(StoreError):
+    """The SQLite side-store file was deleted or replaced while the engine had it open; the
+    write (or read) that noticed it was refused, so nothing was acknowledged and lost."""
+
+
+class StoreInconsistentError(StoreError):
+    """The two halves of a store disagree in a way opening it cannot repair without losing
+    something (Chroma holds vectors the side-store does not know): run
+    ``mnemonia doctor --repair``."""
 
 
 class MissingDependencyError(MnemoniaError, ImportError):

@@ -9,6 +9,7 @@ cannot finish or undo.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia.clock import to_ts
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, StoreError
 from mnemonia.models import Memory
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
@@ -24,6 +25,8 @@ from mnemonia.scoring import reevaluation as reeval
 from mnemonia.validation import PreparedMemory, row_embed_text
 
 __all__ = ["NEIGHBOURS", "add", "enrich_ids", "enrich_items", "gatekeep", "replace_or_add"]
+
+log = logging.getLogger("mnemonia")
 
 SAME_ENTITY_LINKS = 5
 """``same_entity`` edges made per entity for a newly enriched memory."""
@@ -81,14 +84,30 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
             rt.vectors.upsert(col, ids, matrix, [p.embed_text for p in items],
                               [{"kind": p.kind} for p in items])
         except BaseException:
-            with rt.sql.begin() as conn:
-                rt.sql.purge(conn, tenant, ids)
-                rt.forget_entities(tenant)
+            _take_back(rt, col, tenant, ids)
             raise
         with rt.sql.begin() as conn:
             rt.sql.mark_committed(conn, ids)
         rt.forget_entities(tenant)
     return [rt.sql.to_memory(r) for r in mem_rows]
+
+
+def _take_back(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
+    """Undo an add whose vector write failed, perhaps part way: the rows are marked
+    ``deleting``, the vectors Chroma may have taken are deleted, then the rows go. If Chroma
+    cannot be reached, the rows stay ``deleting`` and the next open finishes the job, so no
+    vector is left behind that the side-store does not know."""
+    with rt.sql.begin() as conn:
+        rt.sql.update_ids(conn, ids, status="deleting")
+    try:
+        rt.vectors.delete(col, ids)
+    except StoreError as e:
+        log.warning("could not take back %d vectors of tenant %s (%s); the next open "
+                    "removes them", len(ids), tenant, e)
+        return
+    with rt.sql.begin() as conn:
+        rt.sql.purge(conn, tenant, ids)
+    rt.forget_entities(tenant)
 
 
 def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:

@@ -194,7 +194,7 @@ class Runtime:
         before the side-store kept vectors."""
         out = {i: np.frombuffer(b, dtype="<f4") for i, b in self.sql.vectors_get(conn, ids).items()}
         missing = [i for i in ids if i not in out]
-        if missing:
+        if missing and col is not None:
             out.update(self.vectors.get_vectors(col, missing))
         return out
 

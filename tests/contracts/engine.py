@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from mnemonia import ManualClock, MemoryEngine
-from mnemonia.errors import MemoryNotFoundError
+from mnemonia.errors import MemoryNotFoundError, StoreInconsistentError
 
 T = "alice"
 FACTS = [
@@ -21,7 +21,8 @@ FACTS = [
 
 
 class EngineContract:
-    """Behaviour every store mode must show. Needs fixtures `eng` and `clock`."""
+    """Behaviour every store mode must show. Needs fixtures `eng` and `clock`; `reopen(**kw)`
+    closes `eng` and opens the store again (``kw`` passed to ``MemoryEngine.open``)."""
 
     @pytest.fixture
     def loaded(self, eng: MemoryEngine) -> dict[str, str]:
@@ -172,3 +173,42 @@ class EngineContract:
         res = eng.recall("what is the wifi password", tenant=T, k=1)
         assert res.ids == ["wifi"] and "correct-horse" in res.memories[0].memory.text
         assert eng.stats(T)["memories"] == 2
+
+    @pytest.mark.parametrize("lost", ["some", "all"])
+    def test_vectors_chroma_lost_are_rebuilt_at_open(self, eng: MemoryEngine,
+                                                     loaded: dict[str, str], reopen,  # type: ignore[no-untyped-def]
+                                                     lost: str) -> None:
+        cat = loaded[FACTS[0][0]]
+        col = eng.vectors.collection(T, model=eng.embedder.name, dimension=0, create=False)
+        gone = [cat, loaded[FACTS[2][0]]] if lost == "some" else col.get(include=[])["ids"]
+        col.delete(ids=gone)  # chromadb's own call, behind the engine's back
+        assert col.count() == len(FACTS) - len(gone)
+        eng2 = reopen()
+        report = eng2.doctor()
+        assert report.consistent and report.problems == 0, report.as_dict()
+        health = report.tenant(T)
+        assert health.memories == health.active == health.chroma_vectors == len(FACTS)
+        assert health.side_vectors == len(FACTS)
+        assert eng2.recall("What is the name of Alice's cat?", tenant=T, k=1).ids == [cat]
+        new = eng2.add("Alice's cat also likes salmon", tenant=T)
+        assert eng2.doctor().tenant(T).chroma_vectors == len(FACTS) + 1
+        assert new.id in eng2.recall("what does the cat like, salmon?", tenant=T, k=3).ids
+
+    def test_vectors_of_no_memory_stop_the_open_until_repaired(
+            self, eng: MemoryEngine, loaded: dict[str, str], reopen) -> None:  # type: ignore[no-untyped-def]
+        col = eng.vectors.collection(T, model=eng.embedder.name, dimension=0, create=False)
+        col.add(ids=["ghost-1", "ghost-2"],
+                embeddings=[[0.1] * eng.embedder.dimension, [0.2] * eng.embedder.dimension])
+        with pytest.raises(StoreInconsistentError, match="doctor --repair"):
+            reopen()
+        eng2 = reopen(verify=False)
+        found = eng2.doctor()
+        assert not found.consistent and found.tenant(T).orphans == 2
+        assert found.tenant(T).memories == len(FACTS)
+        assert eng2.doctor(repair=True).tenant(T).orphans_removed == 2
+        col2 = eng2.vectors.collection(T, model=eng2.embedder.name, dimension=0, create=False)
+        assert sorted(col2.get(include=[])["ids"]) == sorted(loaded.values())
+        eng2.close()
+        eng3 = reopen()
+        assert eng3.doctor().problems == 0
+        assert {m.id for m in eng3.list(tenant=T)} == set(loaded.values())

@@ -28,10 +28,10 @@ class TestEmbedded(EngineContract):
     @pytest.fixture
     def reopen(self, eng: MemoryEngine, tmp_path: Path, clock: ManualClock,
                config: MnemoniaConfig, real_embedder) -> Callable[[], MemoryEngine]:  # type: ignore[no-untyped-def]
-        def _reopen() -> MemoryEngine:
+        def _reopen(**kw: object) -> MemoryEngine:
             eng.close()
             e = MemoryEngine.open(tmp_path / "store", clock=clock, config=config,
-                                  embedder=real_embedder)
+                                  embedder=real_embedder, **kw)  # type: ignore[arg-type]
             self._opened.append(e)
             return e
         return _reopen

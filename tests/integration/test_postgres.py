@@ -118,18 +118,19 @@ class TestPostgres(EngineContract):
             x.close()
 
     def _open(self, db: str, ns: str, clock: ManualClock, config: MnemoniaConfig, emb,  # type: ignore[no-untyped-def]
-              url: str) -> MemoryEngine:
+              url: str, **kw) -> MemoryEngine:
         e = MemoryEngine.open(chroma_url=url, sql_url=db, clock=clock, config=config,
-                              embedder=emb, namespace=ns)
+                              embedder=emb, namespace=ns, **kw)
         self._opened.append(e)
         return e
 
     @pytest.fixture
     def reopen(self, eng: MemoryEngine, clock: ManualClock, config: MnemoniaConfig,  # type: ignore[no-untyped-def]
                real_embedder, chroma_server: str) -> Callable[[], MemoryEngine]:
-        def _reopen() -> MemoryEngine:
+        def _reopen(**kw: object) -> MemoryEngine:
             eng.close()
-            return self._open(self._db, self._ns, clock, config, real_embedder, chroma_server)
+            return self._open(self._db, self._ns, clock, config, real_embedder, chroma_server,
+                              **kw)
         return _reopen
 
     @pytest.fixture
@@ -145,6 +146,15 @@ class TestPostgres(EngineContract):
         with eng.sql.connect() as conn:
             hits = eng.sql.keyword_search(conn, "kw", ["invoice"], 5)
         assert [h[0] for h in hits] == [m.id]
+
+    def test_doctor_reports_the_keyword_index_as_not_applicable(self, eng: MemoryEngine,
+                                                                loaded: dict[str, str]) -> None:
+        report = eng.doctor()
+        assert report.consistent and report.keyword_index.startswith("n/a")
+        health = report.tenant("alice")
+        assert health.keyword_rows is None and health.keyword_off is None
+        assert health.memories == health.chroma_vectors == health.side_vectors == len(loaded)
+        assert report.stray_keyword_rows is None
 
 
 def test_postgres_outage_typed_error_nothing_half_written(

@@ -28,9 +28,9 @@ class TestServer(EngineContract):
             x.close()
 
     def _open(self, db: Path, clock: ManualClock, config: MnemoniaConfig, emb, url: str,  # type: ignore[no-untyped-def]
-              ns: str) -> MemoryEngine:
+              ns: str, **kw) -> MemoryEngine:
         e = MemoryEngine.open(chroma_url=url, sql_url=f"sqlite:///{db}", clock=clock,
-                              config=config, embedder=emb, namespace=ns)
+                              config=config, embedder=emb, namespace=ns, **kw)
         self._opened.append(e)
         return e
 
@@ -38,10 +38,10 @@ class TestServer(EngineContract):
     def reopen(self, eng: MemoryEngine, tmp_path: Path, clock: ManualClock,
                config: MnemoniaConfig, real_embedder, chroma_server: str  # type: ignore[no-untyped-def]
                ) -> Callable[[], MemoryEngine]:
-        def _reopen() -> MemoryEngine:
+        def _reopen(**kw: object) -> MemoryEngine:
             eng.close()
             return self._open(tmp_path / "side.sqlite3", clock, config, real_embedder,
-                              chroma_server, self._ns)
+                              chroma_server, self._ns, **kw)
         return _reopen
 
     @pytest.fixture

@@ -1,8 +1,8 @@
 """Model-based stateful test in the style of Chroma's own property tests: a hypothesis state
-machine drives add / recall / forget / restore / relate / reopen on two tenants against a plain
-in-memory reference, checking after every step that no recall crosses tenants, no deleted
-memory is recalled, counts match, and nothing is lost across reopen (real model, Chroma,
-SQLite)."""
+machine drives add / recall / forget / restore / relate / reopen, losing the Chroma folder and
+running the doctor on two tenants against a plain in-memory reference, checking after every
+step that no recall crosses tenants, no deleted memory is recalled, counts match, and nothing
+is lost across reopen (real model, Chroma, SQLite)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,23 @@ class EngineMachine(RuleBasedStateMachine):
     def reopen(self) -> None:
         self.engine.close()
         self.engine = self._open()
+
+    @rule()
+    def lose_chroma_and_reopen(self) -> None:
+        """The Chroma folder of the closed store disappears; the open rebuilds it."""
+        self.engine.close()
+        shutil.rmtree(self.dir / "chroma")
+        self.engine = self._open()
+
+    @rule()
+    def doctor(self) -> None:
+        report = self.engine.doctor()
+        assert report.consistent and report.problems == 0, report.as_dict()
+        assert {h.tenant for h in report.tenants} == {t for t in TENANTS if self.ref[t]}
+        for h in report.tenants:
+            ref = self.ref[h.tenant]
+            assert h.memories == h.chroma_vectors == h.side_vectors == h.keyword_rows == len(ref)
+            assert h.active == sum(not deleted for deleted in ref.values())
 
     @invariant()
     def counts_match(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import threading
 import time
@@ -33,7 +34,12 @@ from tenacity import (
 
 from mnemonia.clock import from_ts
 from mnemonia.config import DEFAULT_KEYWORD_POSTINGS
-from mnemonia.errors import MemoryNotFoundError, StoreError, StoreUnavailableError
+from mnemonia.errors import (
+    MemoryNotFoundError,
+    StoreError,
+    StoreFileChangedError,
+    StoreUnavailableError,
+)
 from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.scoring.sm2 import SM2State
@@ -97,8 +103,19 @@ class SideStore:
         self._qmark = self.engine.dialect.paramstyle == "qmark"
         self._dbapi_error = self.engine.dialect.loaded_dbapi.Error
         self._lock = threading.RLock()
+        # A SQLite file's identity (device, inode), taken on the first connection and checked
+        # before every session and before every commit: a file deleted or replaced under an
+        # open engine is noticed before anything more is written to (or read from) it.
+        self.file: str | None = _sqlite_file(self.engine.url.database) \
+            if self.dialect == "sqlite" else None
+        self._identity: tuple[int, int] | None = None
         if self.dialect == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+
+    @property
+    def where(self) -> str:
+        """The database's URL with any password hidden (for messages)."""
+        return self.engine.url.render_as_string(hide_password=True)
 
     # -- setup -----------------------------------------------------------------------------
     def setup(self) -> list[int]:
@@ -147,14 +164,52 @@ class SideStore:
                 f"the SQL store ({self.engine.url.render_as_string(hide_password=True)}) did "
                 f"not answer after {self._attempts} attempts: {last}") from last
 
+    def check_file(self) -> None:
+        """Raise :class:`StoreFileChangedError` if the SQLite file this store opened was
+        deleted or replaced since (one ``os.stat``; nothing for other databases)."""
+        if self.file is None:
+            return
+        if self._identity is None:
+            if not os.path.exists(self.file) and os.path.exists(self.file + "-wal"):
+                # SQLite would lay the old log over a new empty file
+                raise StoreFileChangedError(
+                    f"the SQLite side-store {self.file!r} is missing but its write-ahead log "
+                    f"{self.file + '-wal'!r} is still there: the file was deleted or moved. "
+                    "Put it back; or, to start an empty side-store, delete the -wal and -shm "
+                    "files (the Chroma vectors the lost file knew are then reported by "
+                    "`mnemonia doctor`)")
+            return
+        try:
+            st = os.stat(self.file)
+        except FileNotFoundError:
+            what = "was deleted"
+        else:
+            if (st.st_dev, st.st_ino) == self._identity:
+                return
+            what = "was replaced by another file"
+        raise StoreFileChangedError(
+            f"the SQLite side-store {self.file!r} {what} while this engine had it open; "
+            "nothing more is written or read through this engine (a write now would land in "
+            "a file nobody can open again). Close it; put the original file back if it was "
+            "moved, then open the store again (a reopen reports the Chroma vectors the file "
+            "now at that path does not know: see `mnemonia doctor --path FOLDER`)")
+
+    def _remember_file(self) -> None:
+        if self.file is not None and self._identity is None:
+            st = os.stat(self.file)
+            self._identity = (st.st_dev, st.st_ino)
+
     @contextmanager
     def _session(self, transaction: bool) -> Iterator[Connection]:
+        self.check_file()  # before connecting: a new connection would make a new empty file
         conn = self._checkout()
+        self._remember_file()
         try:
             with conn:
                 if transaction:
                     with conn.begin():
                         yield conn
+                        self.check_file()  # the last moment before the commit
                 else:
                     yield conn
         except sa.exc.DBAPIError as e:
@@ -337,6 +392,70 @@ class SideStore:
             return [(r[0], float(r[1])) for r in found]
         # Other dialects have no keyword index here: recall runs on the vectors alone.
         return []
+
+    # -- consistency (doctor) ----------------------------------------------------------------
+    def row_counts(self, conn: Connection) -> dict[str, int]:
+        """``{tenant: memory rows}`` in any state (after the crash repair at open, all are
+        committed): one scan of the (tenant, seq) index, no table reads."""
+        m = memories.c
+        return {r[0]: int(r[1]) for r in conn.execute(
+            sa.select(m.tenant, sa.func.count()).group_by(m.tenant))}
+
+    def tenant_memories(self, conn: Connection, tenant: str) -> list[Any]:
+        """``(id, status, deleted_at)`` of every memory row of ``tenant``, in any state."""
+        m = memories.c
+        return list(conn.execute(sa.select(m.id, m.status, m.deleted_at)
+                                 .where(m.tenant == tenant)).fetchall())
+
+    def side_vector_ids(self, conn: Connection, tenant: str) -> set[str]:
+        """Ids of the tenant's memories that have a vector in ``memory_vectors``."""
+        mv = memory_vectors
+        return {r[0] for r in conn.execute(
+            sa.select(mv.c.memory_id).select_from(
+                mv.join(memories, memories.c.id == mv.c.memory_id))
+            .where(memories.c.tenant == tenant))}
+
+    def stray_vector_ids(self, conn: Connection) -> list[str]:
+        """``memory_vectors`` rows of no memory row."""
+        mv = memory_vectors
+        return [r[0] for r in conn.execute(
+            sa.select(mv.c.memory_id).select_from(
+                mv.outerjoin(memories, memories.c.id == mv.c.memory_id))
+            .where(memories.c.id.is_(None)))]
+
+    def keyword_count(self, conn: Connection) -> int | None:
+        """Rows in the SQLite keyword index; ``None`` where the index is a generated column
+        of ``memories`` (PostgreSQL), which cannot disagree with it."""
+        if self.dialect != "sqlite":
+            return None
+        return int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw").scalar_one())
+
+    def keyword_postings(self, conn: Connection) -> dict[str, int] | None:
+        """``{memory_id: rows}`` of the SQLite keyword index (``None`` elsewhere)."""
+        if self.dialect != "sqlite":
+            return None
+        return {r[0]: int(r[1]) for r in conn.exec_driver_sql(
+            "SELECT memory_id, count(*) FROM memories_kw GROUP BY memory_id")}
+
+    def stray_keyword_ids(self, conn: Connection) -> list[str]:
+        """Keyword-index rows of no memory row (SQLite; nothing elsewhere)."""
+        if self.dialect != "sqlite":
+            return []
+        return [r[0] for r in conn.exec_driver_sql(
+            "SELECT k.memory_id FROM memories_kw AS k LEFT JOIN memories AS m "
+            "ON m.id = k.memory_id WHERE m.id IS NULL")]
+
+    def recount_keyword_terms(self, conn: Connection) -> None:
+        """Recompute every term's document frequency (``keyword_df``) from the index itself,
+        after rows were put back or taken out by a repair."""
+        if self.dialect != "sqlite":
+            return
+        conn.exec_driver_sql("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_kw_recount "
+                             "USING fts5vocab(main, memories_kw, 'row')")
+        conn.exec_driver_sql("DELETE FROM keyword_df")
+        conn.exec_driver_sql("INSERT INTO keyword_df(term, docs) "
+                             "SELECT term, doc FROM temp.memories_kw_recount")
+        conn.exec_driver_sql("DROP TABLE temp.memories_kw_recount")
 
     # -- kv --------------------------------------------------------------------------------
     def kv_get(self, conn: Connection, key: str) -> Any:
@@ -1052,6 +1171,13 @@ class SideStore:
         if self.dialect == "sqlite":
             conn.exec_driver_sql("UPDATE memories_kw SET memory_id = ? WHERE memory_id = ?",
                                  [(b, a) for a, b in pairs])
+
+
+def _sqlite_file(database: str | None) -> str | None:
+    """The absolute path of a SQLite database file, or ``None`` for an in-memory one."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return os.path.abspath(database)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -30,6 +30,7 @@ __all__ = ["VectorIndex", "collection_name"]
 log = logging.getLogger("mnemonia.store")
 T = TypeVar("T")
 _MAX_BATCH = 4000
+_ID_PAGE = 20000
 
 
 def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
@@ -135,6 +136,17 @@ class VectorIndex:
     def drop_cached(self, tenant: str) -> None:
         self._collections.pop(tenant, None)
 
+    def tenants(self) -> list[str]:
+        """The tenants whose collection (``<namespace>-<tenant>``) exists, sorted; embedded
+        stores only: an embedded Chroma folder is the store's own, while on a shared server a
+        name ``a-b-c`` may be tenant ``b-c`` of namespace ``a`` or ``c`` of ``a-b`` (server
+        mode returns ``[]``: only the tenants the side-store knows are compared there)."""
+        if self.mode != "embedded":
+            return []
+        prefix = f"{self.namespace}-"
+        return sorted(col.name[len(prefix):] for col in self._call(self._client.list_collections)
+                      if col.name.startswith(prefix))
+
     def delete_collection(self, tenant: str) -> None:
         """Remove the tenant's collection (an undone import's empty one); missing is fine."""
         self._collections.pop(tenant, None)
@@ -182,6 +194,16 @@ class VectorIndex:
 
     def count(self, col: Any) -> int:
         return int(self._call(col.count))
+
+    def all_ids(self, col: Any) -> list[str]:
+        """Every id in a collection, read in pages (no vectors)."""
+        out: list[str] = []
+        while True:
+            page = self._call(functools.partial(
+                col.get, include=[], limit=_ID_PAGE, offset=len(out)))["ids"]
+            out += page
+            if len(page) < _ID_PAGE:
+                return out
 
     def close(self) -> None:
         """Release the client (sockets of an HTTP client, files of an embedded one)."""
