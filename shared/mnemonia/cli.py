@@ -309,6 +309,9 @@ def doctor(path: PathOpt = Path("memory"),
     except MnemoniaError as e:
         _fail(e)
     console.print(doctor_table(report))
+    for t in report.tenants:  # the findings again, one unwrapped line per tenant
+        if _found(t) != "ok":
+            console.print(f"{t.tenant}: {_found(t)}", markup=False, highlight=False)
     if report.consistent:
         console.print("[green]repaired: the store is consistent[/green]" if report.problems
                       else "[green]consistent[/green]")
