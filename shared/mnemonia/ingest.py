@@ -42,6 +42,12 @@ def _unique_ids(items: Sequence[PreparedMemory]) -> list[str]:
     return ids
 
 
+def _taken(ids: Sequence[str]) -> InvalidInputError:
+    """The error for explicit ids already in use. Ids are unique in the whole store, so an id
+    another tenant holds is refused too, with the very same words (nothing says whose)."""
+    return InvalidInputError(f"id(s) already exist: {list(ids[:5])}; ids must be unique")
+
+
 def _embed_missing(rt: Runtime, items: Sequence[PreparedMemory]) -> None:
     """Embed the items that came without a vector (outside any transaction)."""
     todo = [p for p in items if p.vector is None]
@@ -72,7 +78,7 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
         with rt.reading() as conn:
             clash = rt.sql.existing_ids(conn, ids)
         if clash:
-            raise InvalidInputError(f"id(s) already exist: {clash[:5]}; ids must be unique")
+            raise _taken(clash)
         col = rt.collection(tenant, create=True)
         matrix = _matrix(items)
         states, neighbours = gatekeep(rt, col, items, matrix)
@@ -100,7 +106,7 @@ def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> lis
         found = rt.sql.owners(conn, ids)
     foreign = [i for i, t in found.items() if t != tenant]
     if foreign:
-        raise InvalidInputError(f"id(s) {foreign[:5]} are taken; choose other ids")
+        raise _taken(foreign)  # the same answer as for a clash in the tenant: no leak
     old = [p for p in items if p.id in found]
     new = [p for p in items if p.id not in found]
     done = {m.id: m for m in add(rt, tenant, new)} if new else {}

@@ -10,13 +10,14 @@ from datetime import datetime
 from typing import Any
 
 from mnemonia.clock import from_ts, to_ts
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, shown
 from mnemonia.lifecycle import review_update
 from mnemonia.maintenance.reports import ReviewReport
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import sm2
+from mnemonia.validation import memory_id
 
 __all__ = ["ECHO_MIN_SHARE", "REACTIVE_USE_QUALITY", "echoes", "estimate_quality",
            "quality_from_rank", "report_use", "review"]
@@ -191,12 +192,11 @@ def _check_use(reply: Any, recalled_ids: Any) -> list[str]:
         raise InvalidInputError(f"reply must be a string, got {type(reply).__name__}")
     if isinstance(recalled_ids, str) or not isinstance(recalled_ids, Sequence | set | frozenset):
         raise InvalidInputError(
-            f"recalled_ids={recalled_ids!r}: must be a list of memory ids, e.g. result.ids")
-    ids = list(dict.fromkeys(recalled_ids))
+            f"recalled_ids={shown(recalled_ids)}: must be a list of memory ids, e.g. result.ids")
+    ids = list(recalled_ids)
     for mid in ids:
-        if not isinstance(mid, str) or not mid:
-            raise InvalidInputError(f"recalled id {mid!r}: must be a non-empty string")
-    return ids
+        memory_id(mid, "recalled id")
+    return list(dict.fromkeys(ids))
 
 
 def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str], *,

@@ -18,6 +18,7 @@ from mnemonia.maintenance.reevaluate import reevaluate
 from mnemonia.maintenance.reports import MaintenanceReport, TenantMaintenance
 from mnemonia.maintenance.review import review
 from mnemonia.runtime import Runtime
+from mnemonia.validation import callable_or_none
 from mnemonia.validation import tenant as check_tenant
 
 __all__ = ["DEFAULT_INTERVALS", "JOBS", "HasRuntime", "Scheduler", "maintain"]
@@ -60,6 +61,7 @@ def maintain(rt: Runtime, tenant: str | None = None, *,
         on_step: Called as ``on_step(job, tenant)`` after each step (progress bars).
     """
     rt.check_open()
+    callable_or_none(on_step, "on_step")
 
     def step(job: str, t: str | None) -> None:
         if on_step is not None:

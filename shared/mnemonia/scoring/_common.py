@@ -75,7 +75,10 @@ def require_finite(
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise error(f"{name} must be a finite number, got {value!r} ({type(value).__name__})")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a float
+        result = math.inf
     if not math.isfinite(result):
         raise error(f"{name} must be a finite number, got {value!r}")
     return result

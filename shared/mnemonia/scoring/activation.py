@@ -194,7 +194,7 @@ def relation_weight(rel_type: str, extra: Mapping[str, float] | None = None) -> 
             lists the allowed types.
         InvalidWeightsError: The registered weight is outside ``[0, 1]``.
     """
-    if extra is not None and rel_type in extra:
+    if extra is not None and isinstance(rel_type, str) and rel_type in extra:
         return require_unit(extra[rel_type], f"weight of relation type {rel_type!r}",
                             InvalidWeightsError)
     if isinstance(rel_type, str) and rel_type in RELATION_WEIGHTS:
