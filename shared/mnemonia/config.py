@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mnemonia.errors import InvalidConfigError, UnknownConfigKeyError
+from mnemonia.errors import InvalidConfigError, UnknownConfigKeyError, shown
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import consolidation as cons
 from mnemonia.scoring import modes as _modes
@@ -234,7 +234,7 @@ def _did_you_mean(key: str, choices: frozenset[str], shown: Callable[[str], str]
 def _read_json(path: Any) -> _Stage:
     """The values of a JSON config file, or the problem reading it."""
     if not isinstance(path, str | os.PathLike):
-        return (_CODE, {}, [f"path={path!r}: must be the path of a JSON file (str or Path)"])
+        return (_CODE, {}, [f"path={shown(path)}: must be the path of a JSON file (str or Path)"])
     where = f"config file {str(path)!r}"
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -261,7 +261,7 @@ variable must name a config key: a misspelt one is an error, not silently ignore
 def _from_env(env: Any) -> _Stage:
     """The config values of the ``MNEMONIA_*`` variables of ``env``, and their problems."""
     if not isinstance(env, Mapping):
-        return ("environment", {}, [f"env={env!r}: must be a mapping of variable -> text"])
+        return ("environment", {}, [f"env={shown(env)}: must be a mapping of variable -> text"])
     out: dict[str, Any] = {}
     problems: list[str] = []
     by_name = {f.name: f for f in fields(MnemoniaConfig)}
@@ -275,12 +275,12 @@ def _from_env(env: Any) -> _Stage:
             problems.append(f"unknown environment variable {key}: {hint}")
             continue
         if not isinstance(raw, str):
-            problems.append(f"{key}={raw!r}: an environment value must be text")
+            problems.append(f"{key}={shown(raw)}: an environment value must be text")
             continue
         try:
             out[name] = _parse_env(name, raw, by_name[name])
         except ValueError as e:
-            problems.append(f"{key}={raw!r}: {e}")
+            problems.append(f"{key}={shown(raw)}: {e}")
     return ("environment", out, problems)
 
 
@@ -305,7 +305,8 @@ def _stage_problems(source: str, values: Mapping[str, Any], names: frozenset[str
                 else f" (in {source})")
             problems += [p + where for p in _field_problems(key, values[key])]
         elif source != "environment":  # the environment's unknown keys are reported by name
-            what = f"keyword argument {key!r}" if source == _CODE else f"key {key!r} in {source}"
+            what = (f"keyword argument {shown(key)}" if source == _CODE
+                    else f"key {shown(key)} in {source}")
             problems.append(f"unknown {what}: {_did_you_mean(str(key), names, repr)}")
     return problems
 
@@ -396,21 +397,21 @@ def _float_problems(name: str, v: Any) -> list[str]:
     lo, hi, lo_in, hi_in = _FLOAT_RANGES[name]
     allowed = _range_text(lo, hi, lo_in, hi_in)
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return [f"{name}={v!r}: must be a finite number in {allowed}"]
+        return [f"{name}={shown(v)}: must be a finite number in {allowed}"]
     ok_lo = v >= lo if lo_in else v > lo
     ok_hi = v <= hi if hi_in else v < hi
-    return [] if ok_lo and ok_hi else [f"{name}={v!r}: must be in {allowed}"]
+    return [] if ok_lo and ok_hi else [f"{name}={shown(v)}: must be in {allowed}"]
 
 
 def _relation_type_problems(v: Any) -> list[str]:
     if not isinstance(v, Mapping):
-        return [f"relation_types={v!r}: must be a mapping name -> weight"]
+        return [f"relation_types={shown(v)}: must be a mapping name -> weight"]
     problems = []
     for rel, w in v.items():
         if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
-            problems.append(f"relation_types key {rel!r}: must match [a-z][a-z0-9_]*")
+            problems.append(f"relation_types key {shown(rel)}: must match [a-z][a-z0-9_]*")
         if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
-            problems.append(f"relation_types[{rel!r}]={w!r}: weight must be in (0, 1]")
+            problems.append(f"relation_types[{shown(rel)}]={shown(w)}: weight must be in (0, 1]")
     return problems
 
 
@@ -422,16 +423,16 @@ def _field_problems(name: str, v: Any) -> list[str]:
         return _relation_type_problems(v)
     integer = not isinstance(v, bool) and isinstance(v, int)
     if name in _INT_MINIMUMS and not (integer and v >= _INT_MINIMUMS[name]):
-        return [f"{name}={v!r}: must be an integer >= {_INT_MINIMUMS[name]}"]
+        return [f"{name}={shown(v)}: must be an integer >= {_INT_MINIMUMS[name]}"]
     if name == "max_memories" and v is not None and not (integer and v >= 1):
-        return [f"max_memories={v!r}: must be None or an integer >= 1"]
+        return [f"max_memories={shown(v)}: must be None or an integer >= 1"]
     if name in _BOOLS and not isinstance(v, bool):
-        return [f"{name}={v!r}: must be true or false"]
+        return [f"{name}={shown(v)}: must be true or false"]
     if name == "default_mode" and (not isinstance(v, str) or v not in MODES):
-        return [f"default_mode={v!r}: must be one of {', '.join(MODES)}"]
+        return [f"default_mode={shown(v)}: must be one of {', '.join(MODES)}"]
     if name == "intelligence_disabled_tenants" and (
             not isinstance(v, tuple) or not all(isinstance(t, str) for t in v)):
-        return [f"intelligence_disabled_tenants={v!r}: must be a tuple of tenant names"]
+        return [f"intelligence_disabled_tenants={shown(v)}: must be a tuple of tenant names"]
     return []
 
 
@@ -449,8 +450,8 @@ def _cross_problems(values: Mapping[str, Any]) -> list[str]:
         problems.append("priority_weight_*: the four priority weights must not all be zero")
     batch, immediate = values["batch_threshold"], values["immediate_threshold"]
     if ok("batch_threshold", "immediate_threshold") and batch > immediate:
-        problems.append(f"batch_threshold={batch!r}: must not exceed "
-                        f"immediate_threshold={immediate!r}")
+        problems.append(f"batch_threshold={shown(batch)}: must not exceed "
+                        f"immediate_threshold={shown(immediate)}")
     return problems
 
 

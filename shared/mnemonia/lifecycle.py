@@ -82,6 +82,8 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
 
 def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str) -> Memory:
     """Mark ``old_id`` as superseded by ``new_id``; returns the old memory."""
+    check.memory_id(old_id, "old_id")
+    check.memory_id(new_id, "new_id")
     if old_id == new_id:
         raise InvalidInputError(f"a memory cannot supersede itself (id {old_id!r})")
     relate(rt, tenant, new_id, old_id, "supersedes", 1.0)

@@ -6,6 +6,7 @@ read-only or damaged files) in ``test_store_errors.py``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -163,6 +164,22 @@ CASES: list[tuple[str, type[MnemoniaError], str, Callable[[MemoryEngine, dict[st
      lambda e, i: e.add("ok", tenant="alice", importance=10**400)),
     ("on_step not callable", InvalidInputError, "on_step=3",
      lambda e, i: e.maintain(on_step=3)),
+    # Found by test_fuzz.py: a replacing vector of the wrong dimension reached Chroma (a
+    # StoreError), and a mixed batch could write its new items before the bad one failed.
+    ("replace with a vector of another dimension", InvalidInputError, "has dimension 3",
+     lambda e, i: e.add_many([{"text": "x", "id": i["a"], "embedding": [1.0] * 3}],
+                             tenant="alice", replace=True)),
+    ("replace batch: a new item and a bad old one", InvalidInputError, "has dimension 3",
+     lambda e, i: e.add_many([{"text": "brand new"},
+                              {"text": "x", "id": i["a"], "embedding": [1.0] * 3}],
+                             tenant="alice", replace=True)),
+    ("aware time outside the UTC range", InvalidInputError, "outside the range",
+     lambda e, i: e.add("x", tenant="alice",
+                        at=datetime.max.replace(tzinfo=timezone(timedelta(hours=-14))))),
+    ("supersede with nested dicts as ids", InvalidInputError, "old_id=",
+     lambda e, i: e.supersede(_nested(2000), _nested(2000), tenant="alice")),
+    ("limit nested 2000 deep", InvalidInputError, "must be an integer",
+     lambda e, i: e.snapshot("alice", limit=_nested(2000))),
 ]
 
 
@@ -303,3 +320,10 @@ def test_emoji_memory_is_recalled_by_its_vector(real_engine: MemoryEngine) -> No
     res = real_engine.recall("🙂", tenant="alice", k=1, min_activation=0.0)
     assert res.ids == [smile.id]
     assert res.memories[0].explanation.keyword in (None, 0.0)
+
+
+def test_recall_with_a_huge_k_is_answered(engine: MemoryEngine, seeded: dict[str, str]) -> None:
+    """k up to the largest stored integer is valid; Chroma takes 32-bit counts, so the vector
+    query is capped (found by test_fuzz.py: k=2**31 was a StoreError)."""
+    for k in (2**31, 2**63 - 1):
+        assert engine.recall("violin", tenant="alice", k=k, touch=False).ids[0] == seeded["a"]

@@ -174,3 +174,38 @@ def test_damaged_chroma_folder(store: Path, clock: ManualClock) -> None:
         _open(store, clock)
     code, out = _cli("stats", "--path", str(store))
     assert code == 2 and "cannot open the Chroma folder" in out
+
+
+COMMANDS_WITH_A_PATH = [
+    ["add", "hello"], ["recall", "hello"], ["forget", "m1"], ["restore", "m1"],
+    ["feedback", "m1", "4"], ["relate", "m1", "m2", "implies"], ["stats"], ["maintain"],
+    ["export", "out.jsonl"], ["import", "in.jsonl"], ["demo"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS_WITH_A_PATH, ids=lambda a: a[0])
+def test_every_command_reports_a_bad_store_without_a_traceback(tmp_path: Path,
+                                                                args: list[str]) -> None:
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    code, out = _cli(*args, "--path", str(f))
+    assert code == 2 and "\nerror: " in f"\n{out}" and "is a file, not a folder" in out
+
+
+def test_bench_checks_its_sizes() -> None:
+    code, out = _cli("bench", "--n", "0")
+    assert code == 2 and "error: n=0: must be an integer >= 1" in out
+
+
+def test_cli_prints_user_text_literally(tmp_path: Path) -> None:
+    """Rich markup in user text ("[/x]" closes no tag: a MarkupError before) is printed as
+    typed, in results and in error messages alike."""
+    store = str(tmp_path / "s")
+    with MemoryEngine.open(store, config=MnemoniaConfig.load(env={})) as engine:
+        engine.add("notes on [/x] and [bold]tags[/bold]", tenant="t")
+    code, out = _cli("recall", "[/x] tags", "--path", store, "--tenant", "t")
+    assert code == 0 and "notes on [/x] and [bold]tags[/bold]" in out
+    code, out = _cli("recall", "x", "--path", store, "--tenant", "t", "--mode", "[/x]")
+    assert code == 2 and "unknown recall mode '[/x]'" in out
+    code, out = _cli("forget", "[/nope]", "--path", store, "--tenant", "t")
+    assert code == 2 and "no memory with id '[/nope]' in tenant 't'" in out

@@ -37,7 +37,7 @@ _COLUMNS = ("id", "importance", "utility", "accessed_at", "created_at", "easines
 def quality_from_rank(best_rank: int) -> int:
     """SM-2 quality from recall use: rank 1 counts 5, top-3 4, returned at all 3."""
     if isinstance(best_rank, bool) or not isinstance(best_rank, int) or best_rank < 1:
-        raise InvalidInputError(f"best_rank={best_rank!r}: must be an int >= 1")
+        raise InvalidInputError(f"best_rank={shown(best_rank)}: must be an int >= 1")
     if best_rank == 1:
         return 5
     return 4 if best_rank <= 3 else 3
@@ -51,7 +51,7 @@ def estimate_quality(*, importance: float, utility: float, hours_since_access: f
                         ("hours_since_access", hours_since_access)):
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or not math.isfinite(value):
-            raise InvalidInputError(f"{name}={value!r}: must be a finite number")
+            raise InvalidInputError(f"{name}={shown(value)}: must be a finite number")
     score = 0.4 * importance + 0.3 * utility + 0.3 * math.exp(
         -ESTIMATE_DECAY_PER_HOUR * max(0.0, hours_since_access))
     for q, cut in zip((5, 4, 3, 2, 1), QUALITY_BINS, strict=True):

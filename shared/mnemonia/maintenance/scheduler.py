@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from mnemonia.errors import InvalidInputError, MnemoniaError
+from mnemonia.errors import InvalidInputError, MnemoniaError, shown
 from mnemonia.maintenance.consolidate import consolidate
 from mnemonia.maintenance.enrich import enrich
 from mnemonia.maintenance.evict import evict
@@ -95,16 +95,17 @@ def _intervals(rt: Runtime, intervals: Mapping[str, float | None] | None,
     merged["reevaluate"] = rt.config.reevaluation_interval
     for job, value in (intervals or {}).items():
         if job not in JOBS:
-            problems.append(f"unknown job {job!r} (jobs: {', '.join(JOBS)})")
+            problems.append(f"unknown job {shown(job)} (jobs: {', '.join(JOBS)})")
         elif value is not None and (isinstance(value, bool)
                                     or not isinstance(value, int | float)
                                     or not math.isfinite(value) or value <= 0):
-            problems.append(f"interval of {job!r} = {value!r}: must be seconds > 0 or None")
+            problems.append(
+                f"interval of {shown(job)} = {shown(value)}: must be seconds > 0 or None")
         else:
             merged[job] = None if value is None else float(value)
     if isinstance(poll_interval, bool) or not isinstance(poll_interval, int | float) \
             or not math.isfinite(poll_interval) or poll_interval <= 0:
-        problems.append(f"poll_interval={poll_interval!r}: must be seconds > 0")
+        problems.append(f"poll_interval={shown(poll_interval)}: must be seconds > 0")
     if problems:
         raise InvalidInputError("; ".join(problems))
     return merged

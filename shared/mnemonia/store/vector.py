@@ -31,6 +31,8 @@ __all__ = ["VectorIndex", "collection_name"]
 log = logging.getLogger("mnemonia.store")
 T = TypeVar("T")
 _MAX_BATCH = 4000
+_MAX_RESULTS = 2**31 - 1
+"""Chroma takes ``n_results`` as a 32-bit count; it never returns more than it holds anyway."""
 
 
 def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
@@ -178,7 +180,8 @@ class VectorIndex:
         """kNN: per query row, ids and cosine similarities, best first."""
         if n <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))], [[] for _ in range(len(vectors))]
-        res = self._call(lambda: col.query(query_embeddings=vectors, n_results=n,
+        res = self._call(lambda: col.query(query_embeddings=vectors,
+                                           n_results=min(n, _MAX_RESULTS),
                                            include=["distances"]))
         ids = res["ids"]
         sims = [[1.0 - float(d) for d in row] for row in res["distances"]]
