@@ -166,7 +166,7 @@ class MnemoniaConfig:
         # An unknown keyword would be a bare TypeError from the generated __init__; report it
         # (with a "did you mean") together with every other violation of the call instead.
         if not args and set(kwargs) - _names():
-            _assemble([(_CODE, kwargs, [])])
+            _assemble([(_CODE, kwargs, [])], cls)
         return super().__new__(cls)
 
     def __post_init__(self) -> None:
@@ -193,21 +193,21 @@ class MnemoniaConfig:
         if path is not None:
             stages.append(_read_json(path))
         stages.append(_from_env(os.environ if env is None else env))
-        return _assemble(stages)
+        return _assemble(stages, cls)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> MnemoniaConfig:
         """A config from a JSON object file (unknown keys are errors)."""
-        return _assemble([_read_json(path)])
+        return _assemble([_read_json(path)], cls)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MnemoniaConfig:
         """A config from ``MNEMONIA_*`` variables only (unknown ones are errors)."""
-        return _assemble([_from_env(os.environ if env is None else env)])
+        return _assemble([_from_env(os.environ if env is None else env)], cls)
 
     def replace(self, **changes: Any) -> MnemoniaConfig:
         """A copy with ``changes`` applied (validated)."""
-        return _assemble([(_CODE, {**self.to_dict(), **changes}, [])])
+        return _assemble([(_CODE, {**self.to_dict(), **changes}, [])], type(self))
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -311,7 +311,7 @@ def _stage_problems(source: str, values: Mapping[str, Any], names: frozenset[str
     return problems
 
 
-def _assemble(stages: list[_Stage]) -> MnemoniaConfig:
+def _assemble(stages: list[_Stage], cls: type[MnemoniaConfig]) -> MnemoniaConfig:
     """The config of ``stages`` (later wins), or one error listing every violation of every
     source: unknown keys (with a "did you mean"), unreadable sources, bad values."""
     names = _names()
@@ -328,7 +328,7 @@ def _assemble(stages: list[_Stage]) -> MnemoniaConfig:
         problems += _cross_problems({**_defaults(), **merged})
     if problems:
         raise (UnknownConfigKeyError if unknown_kwarg else InvalidConfigError)(problems)
-    return MnemoniaConfig(**merged)
+    return cls(**merged)
 
 
 def _defaults() -> dict[str, Any]:

@@ -146,6 +146,9 @@ class Runtime:
              entity_extractor: ent.EntityExtractor | None, summariser: Summariser | None,
              namespace: str) -> Runtime:
         """Open both stores (an embedded store's folder locked for this process)."""
+        if not callable(getattr(clock, "now", None)):
+            raise InvalidInputError(f"clock={shown(clock)}: must be a Clock (an object whose "
+                                    "now() returns an aware datetime), e.g. ManualClock")
         folder, url = store_folders(path, chroma_url, sql_url)
         lock = StoreLock(folder) if chroma_url is None and folder is not None else None
         side: SideStore | None = None

@@ -281,6 +281,29 @@ def test_metadata_limits_follow_the_config(tmp_path: Any, clock: Any) -> None:
         assert engine.stats("t")["memories"] == 1
 
 
+def test_an_import_may_relate_deleted_memories(engine: MemoryEngine,
+                                               seeded: dict[str, str]) -> None:
+    """The refusal is for callers; an import bringing back the relations of memories that
+    were deleted in the exported store passes allow_deleted (lifecycle, not the front door)."""
+    from mnemonia import lifecycle
+
+    rel = lifecycle.relate(engine.runtime, "alice", seeded["a"], seeded["d"], "implies", 1.0,
+                           allow_deleted=True)
+    assert [(r.src, r.dst) for r in engine.relations(seeded["d"], tenant="alice")] == [
+        (rel.src, rel.dst)]
+    with pytest.raises(MemoryNotFoundError):  # other tenants stay out of reach regardless
+        lifecycle.relate(engine.runtime, "alice", seeded["a"], seeded["c"], "implies", 1.0,
+                         allow_deleted=True)
+
+
+def test_open_checks_its_clock(tmp_path: Any) -> None:
+    from mnemonia.embeddings import HashingEmbedder
+
+    with pytest.raises(InvalidInputError, match="clock=3: must be a Clock"):
+        MemoryEngine.open(tmp_path / "s", clock=3, embedder=HashingEmbedder())  # type: ignore[arg-type]
+    assert not (tmp_path / "s").exists()  # refused before the folder is made
+
+
 def test_relation_to_a_restored_memory_is_accepted(engine: MemoryEngine,
                                                    seeded: dict[str, str]) -> None:
     with pytest.raises(MemoryDeletedError):
