@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -19,10 +19,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig  # noqa: E402
-from mnemonia.embeddings import HashingEmbedder, default_embedder  # noqa: E402
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia.embeddings import HashingEmbedder, default_embedder
 
-START = datetime(2025, 1, 1, 9, 0, tzinfo=timezone.utc)
+START = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture

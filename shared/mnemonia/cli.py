@@ -2,6 +2,9 @@
 maintain, doctor, export, import, demo and bench.
 
 The store folder comes from ``--path`` (or ``MNEMONIA_PATH``; default ``./memory``).
+
+A user error never prints a traceback: every command runs inside :func:`user_errors`, which
+turns a :class:`~mnemonia.errors.MnemoniaError` into its message and exit status 2.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mnemonia.errors import InvalidInputError, MnemoniaError
+from mnemonia.validation import positive_int
 from mnemonia.validation import tenant as check_tenant
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -41,13 +46,24 @@ def _open(path: Path, **kwargs: Any) -> Any:
 
 
 def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
+    # The message may carry user text ("[/x]" in a memory): print it literally, one line.
+    console.print(f"[red]error:[/red] {escape(str(e))}", soft_wrap=True)
     raise typer.Exit(2)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """A :class:`MnemoniaError` inside becomes ``error: <message>`` and exit status 2, never
+    a traceback. Also a decorator: ``@app.command()`` then ``@user_errors()``."""
+    try:
+        yield
+    except MnemoniaError as e:
+        _fail(e)
 
 
 def hits_table(result: Any, title: str | None = None) -> Table:
     """A readable table of recall hits with their explanations."""
-    table = Table(title=title or f"recall: {result.query!r}", show_lines=False)
+    table = Table(title=escape(title or f"recall: {result.query!r}"), show_lines=False)
     for col, kw in (("#", {"justify": "right"}), ("memory", {"max_width": 58}),
                     ("cos", {"justify": "right"}), ("kw", {"justify": "right"}),
                     ("via", {"max_width": 28}), ("R", {"justify": "right"}),
@@ -66,28 +82,27 @@ def hits_table(result: Any, title: str | None = None) -> Table:
             text += " [updates older]"
         if h.contradictions:
             text += " [contradicted]"
-        table.add_row(str(rank), text, "-" if e.cosine is None else f"{e.cosine:.2f}",
-                      "-" if e.keyword is None else f"{e.keyword:.2f}", via,
+        table.add_row(str(rank), escape(text), "-" if e.cosine is None else f"{e.cosine:.2f}",
+                      "-" if e.keyword is None else f"{e.keyword:.2f}", escape(via),
                       f"{e.retention:.3f}", f"{e.utility:.2f}", f"{e.score:.3f}")
     return table
 
 
 @app.command()
+@user_errors()
 def add(text: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
         importance: float = 0.5, kind: str = "episode", topic: str | None = None,
         entity: Annotated[list[str] | None, typer.Option(help="type:name, repeatable")] = None,
         session: str | None = None) -> None:
     """Store one memory."""
-    try:
-        with _open(path) as engine:
-            mem = engine.add(text, tenant=tenant, importance=importance, kind=kind, topic=topic,
-                             entities=entity or None, session_id=session)
-    except MnemoniaError as e:
-        _fail(e)
-    console.print(f"added {mem.id} (state {mem.state})")
+    with _open(path) as engine:
+        mem = engine.add(text, tenant=tenant, importance=importance, kind=kind, topic=topic,
+                         entities=entity or None, session_id=session)
+    console.print(f"added {escape(mem.id)} (state {mem.state})")
 
 
 @app.command()
+@user_errors()
 def recall(query: Annotated[str, typer.Argument(help="what to recall for ('' with --entity)")]
            = "", path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
            k: Annotated[int, typer.Option("-k", "--k")] = 3,
@@ -97,12 +112,9 @@ def recall(query: Annotated[str, typer.Argument(help="what to recall for ('' wit
            as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Recall memories for QUERY: the RELEVANT EPISODES / RELEVANT MEMORY sections (--table for
     the explanations, --json for machines)."""
-    try:
-        with _open(path) as engine:
-            res = engine.recall(query, tenant=tenant, k=k, entity=entity, episode_k=episode_k,
-                                mode=mode, topic=topic)
-    except MnemoniaError as e:
-        _fail(e)
+    with _open(path) as engine:
+        res = engine.recall(query, tenant=tenant, k=k, entity=entity, episode_k=episode_k,
+                            mode=mode, topic=topic)
     if as_json:
         console.print_json(json.dumps({
             "query": res.query, "tenant": res.tenant, "mode": res.mode,
@@ -117,66 +129,57 @@ def recall(query: Annotated[str, typer.Argument(help="what to recall for ('' wit
 
 
 @app.command()
+@user_errors()
 def forget(memory_id: str, path: PathOpt = Path("memory"), tenant: TenantOpt = "default",
            hard: bool = False) -> None:
     """Soft-delete a memory (or remove it for good with --hard)."""
-    try:
-        with _open(path) as engine:
-            engine.forget(memory_id, tenant=tenant, hard=hard)
-    except MnemoniaError as e:
-        _fail(e)
-    console.print(f"{'removed' if hard else 'forgot'} {memory_id}")
+    with _open(path) as engine:
+        engine.forget(memory_id, tenant=tenant, hard=hard)
+    console.print(f"{'removed' if hard else 'forgot'} {escape(memory_id)}")
 
 
 @app.command()
+@user_errors()
 def restore(memory_id: str, path: PathOpt = Path("memory"),
             tenant: TenantOpt = "default") -> None:
     """Bring back a soft-deleted memory."""
-    try:
-        with _open(path) as engine:
-            engine.restore(memory_id, tenant=tenant)
-    except MnemoniaError as e:
-        _fail(e)
-    console.print(f"restored {memory_id}")
+    with _open(path) as engine:
+        engine.restore(memory_id, tenant=tenant)
+    console.print(f"restored {escape(memory_id)}")
 
 
 @app.command()
+@user_errors()
 def feedback(memory_id: str, quality: int, path: PathOpt = Path("memory"),
              tenant: TenantOpt = "default") -> None:
     """Review a memory with QUALITY 0..5 (SM-2)."""
-    try:
-        with _open(path) as engine:
-            mem = engine.feedback(memory_id, quality, tenant=tenant)
-    except MnemoniaError as e:
-        _fail(e)
+    with _open(path) as engine:
+        mem = engine.feedback(memory_id, quality, tenant=tenant)
     console.print(f"next review in {mem.sm2.interval_days} day(s); utility {mem.utility:.2f}")
 
 
 @app.command()
+@user_errors()
 def relate(src: str, dst: str, rel_type: str, path: PathOpt = Path("memory"),
            tenant: TenantOpt = "default", strength: float = 1.0) -> None:
     """Add a typed relation SRC -> DST (implies, part_of, related_to, ...)."""
-    try:
-        with _open(path) as engine:
-            engine.relate(src, dst, rel_type, tenant=tenant, strength=strength)
-    except MnemoniaError as e:
-        _fail(e)
-    console.print(f"{src} -{rel_type}-> {dst}")
+    with _open(path) as engine:
+        engine.relate(src, dst, rel_type, tenant=tenant, strength=strength)
+    console.print(escape(f"{src} -{rel_type}-> {dst}"))
 
 
 @app.command()
+@user_errors()
 def stats(path: PathOpt = Path("memory"), tenant: Annotated[str | None, typer.Option()] = None
           ) -> None:
     """Counts of memories, states, relations and accesses."""
-    try:
-        with _open(path) as engine:
-            data = engine.stats(tenant)
-    except MnemoniaError as e:
-        _fail(e)
+    with _open(path) as engine:
+        data = engine.stats(tenant)
     console.print_json(json.dumps(data))
 
 
 @app.command()
+@user_errors()
 def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|reevaluate|all")]
              = "all", path: PathOpt = Path("memory"),
              tenant: Annotated[str | None, typer.Option()] = None,
@@ -186,15 +189,12 @@ def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|r
              rounds: Annotated[int | None, typer.Option(
                  help="with --every: stop after this many rounds")] = None) -> None:
     """Run maintenance jobs, with a progress bar (or, with --every, keep running them)."""
-    try:
-        seconds = None if every is None else parse_duration(every)
-        with _open(path, maintenance="manual") as engine:
-            if seconds is None:
-                run_maintenance(engine, job=job, tenant=tenant, console=console)
-            else:
-                _maintain_every(engine, seconds, tenant, rounds)
-    except MnemoniaError as e:
-        _fail(e)
+    seconds = None if every is None else parse_duration(every)
+    with _open(path, maintenance="manual") as engine:
+        if seconds is None:
+            run_maintenance(engine, job=job, tenant=tenant, console=console)
+        else:
+            _maintain_every(engine, seconds, tenant, rounds)
 
 
 def parse_duration(text: str) -> float:
@@ -455,11 +455,14 @@ run_cli = run_maintenance  # the name it had in mnemonia.maintenance
 
 
 @app.command()
+@user_errors()
 def bench(n: Annotated[int, typer.Option(help="memories to ingest")] = 2000,
           queries: int = 100) -> None:
     """A quick speed comparison against bare Chroma kNN (benchmarks/speed.py of a checkout)."""
     import importlib.util
 
+    positive_int(n, "n")
+    positive_int(queries, "queries")
     harness = Path(__file__).resolve().parents[2] / "benchmarks" / "speed_harness.py"
     if not harness.exists():
         _fail(InvalidInputError(
@@ -472,6 +475,7 @@ def bench(n: Annotated[int, typer.Option(help="memories to ingest")] = 2000,
 
 
 @app.command()
+@user_errors()
 def demo(path: Annotated[Path | None, typer.Option(help="Keep the demo store here")] = None
          ) -> None:
     """A guided tour: a multi-session chat, explained recalls, forgetting, relations."""
@@ -512,7 +516,7 @@ def run_demo(path: Path | None = None, out: Console | None = None) -> None:
     sessions = data["sessions"]
     clock = ManualClock(datetime.fromisoformat(sessions[0]["at"]))
     c.rule(f"[bold]Mnemonia demo[/bold]: {data['title']}")
-    c.print(f"store: {folder} (embedded Chroma + SQLite, bundled all-MiniLM-L6-v2)")
+    c.print(f"store: {escape(str(folder))} (embedded Chroma + SQLite, bundled all-MiniLM-L6-v2)")
     by_text: dict[str, Any] = {}
     with MemoryEngine.open(folder, clock=clock) as engine:
         existing = engine.stats(tenant)["memories"] > 0
@@ -594,7 +598,7 @@ def run_demo(path: Path | None = None, out: Console | None = None) -> None:
         c.rule("Store")
         c.print(f"{st['active']} active memories, {st['relations']} relations, "
                 f"{st['accesses']} recorded accesses, {st['superseded']} superseded")
-    c.print(f"\nTry: mnemonia recall 'launch date' --path {folder} --tenant {tenant}")
+    c.print(f"\nTry: mnemonia recall 'launch date' --path {escape(str(folder))} --tenant {tenant}")
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-from mnemonia.errors import InvalidInputError, NaiveDatetimeError
+from mnemonia.errors import InvalidInputError, NaiveDatetimeError, shown
 
 __all__ = ["Clock", "ManualClock", "SystemClock", "ensure_aware", "from_ts", "to_ts"]
 
@@ -15,12 +15,18 @@ __all__ = ["Clock", "ManualClock", "SystemClock", "ensure_aware", "from_ts", "to
 def ensure_aware(value: datetime, name: str = "datetime") -> datetime:
     """Return ``value`` in UTC, or raise if it is naive or not a datetime."""
     if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {shown(value)}")
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise NaiveDatetimeError(
-            f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive {value!r}"
+            f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), got naive "
+            f"{shown(value)}"
         )
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. datetime.max at UTC-14: past year 9999 in UTC
+        raise InvalidInputError(
+            f"{name}={shown(value)} is outside the range of datetimes in UTC "
+            "(years 1-9999)") from None
 
 
 def to_ts(dt: datetime) -> float:
@@ -90,7 +96,7 @@ class ManualClock:
     def advance(self, delta: timedelta) -> datetime:
         """Move forward by ``delta`` (never backwards) and return the new now."""
         if not isinstance(delta, timedelta) or delta < timedelta(0):
-            raise InvalidInputError(f"advance() takes a non-negative timedelta, got {delta!r}")
+            raise InvalidInputError(f"advance() takes a non-negative timedelta, got {shown(delta)}")
         with self._lock:
             self._now = self._now + delta
             now = self._now

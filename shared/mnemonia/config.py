@@ -1,23 +1,29 @@
 """`MnemoniaConfig`: one frozen, keyword-only configuration.
 
 Sources, later wins: values given in code, then a JSON file, then ``MNEMONIA_*`` environment
-variables (``MNEMONIA_HYBRID_KEYWORD_WEIGHT=0.3``). Every violation is reported in one
-:class:`~mnemonia.errors.InvalidConfigError` naming the key, the value and the allowed range.
+variables (``MNEMONIA_HYBRID_KEYWORD_WEIGHT=0.3``). Every violation of every source is reported
+in one :class:`~mnemonia.errors.InvalidConfigError` naming the key, the value, the allowed range
+and where the value came from: unknown keys (with a "did you mean"), an unreadable file,
+unparsable or out-of-range values. A ``MNEMONIA_*`` variable that names no key is an error too
+(but those of :data:`ENV_OTHER_VARIABLES`, e.g. ``MNEMONIA_PATH``). An unknown keyword argument
+(``MnemoniaConfig(defualt_k=3)``) raises :class:`~mnemonia.errors.UnknownConfigKeyError`, an
+``InvalidConfigError`` that is also a ``TypeError``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mnemonia.errors import InvalidConfigError
+from mnemonia.errors import InvalidConfigError, UnknownConfigKeyError, shown
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import consolidation as cons
 from mnemonia.scoring import modes as _modes
@@ -25,10 +31,15 @@ from mnemonia.scoring import priority as prio
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import retention as ret
 
-__all__ = ["ENV_PREFIX", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
+__all__ = ["ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADATA_BYTES", "MAX_METADATA_DEPTH",
+           "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
 
 ENV_PREFIX = "MNEMONIA_"
 MAX_TEXT_CHARS = 16_000
+MAX_METADATA_BYTES = 65_536
+"""Default ``max_metadata_bytes``: a memory's metadata as UTF-8 JSON, at most 64 KiB."""
+MAX_METADATA_DEPTH = 32
+"""Default ``max_metadata_depth``: dicts and lists nested at most 32 levels deep."""
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
 MODES: tuple[str, ...] = tuple(_modes.MODES)
 """Names of the score blends (:data:`mnemonia.scoring.modes.MODES`)."""
@@ -94,6 +105,14 @@ def _unit(lo_open: bool = False) -> tuple[float, float, bool]:
 class MnemoniaConfig:
     """All tunables of the engine. Defaults follow DESIGN.md; see the README for the chosen ones.
 
+    Input limits (checked before anything is written; a value over a limit is an
+    :class:`~mnemonia.errors.InvalidInputError` naming the limit):
+
+    * ``max_text_chars`` (16000): characters of a memory's text or a query.
+    * ``max_metadata_bytes`` (65536): a memory's metadata as UTF-8 JSON, in bytes; checked on
+      ``add``, ``add_many`` and on the merged result of ``update_metadata``.
+    * ``max_metadata_depth`` (32): how deep dicts and lists may nest in metadata.
+
     Example:
         >>> MnemoniaConfig(hybrid_keyword_weight=0.3).default_k
         3
@@ -155,12 +174,22 @@ class MnemoniaConfig:
     consolidate_interval: float = DEFAULT_CONSOLIDATE_INTERVAL
     maintenance_poll_seconds: float = DEFAULT_MAINTENANCE_POLL_SECONDS
     maintenance_lease_seconds: float = DEFAULT_MAINTENANCE_LEASE_SECONDS
-    # Embeddings, storage, network
+    # Input limits
     max_text_chars: int = MAX_TEXT_CHARS
+    max_metadata_bytes: int = MAX_METADATA_BYTES
+    max_metadata_depth: int = MAX_METADATA_DEPTH
+    # Embeddings, storage, network
     embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE
     query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE
     retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
     retry_max_wait: float = DEFAULT_RETRY_MAX_WAIT
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> MnemoniaConfig:
+        # An unknown keyword would be a bare TypeError from the generated __init__; report it
+        # (with a "did you mean") together with every other violation of the call instead.
+        if not args and set(kwargs) - _names():
+            _assemble([(_CODE, kwargs, [])], cls)
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         problems = _validate(self)
@@ -178,106 +207,159 @@ class MnemoniaConfig:
     ) -> MnemoniaConfig:
         """Build a config from code ``values``, then the JSON file at ``path``, then ``env``.
 
-        Later sources win. ``env`` defaults to ``os.environ``; pass ``{}`` to ignore it.
+        Later sources win. ``env`` defaults to ``os.environ``; pass ``{}`` to ignore it. Every
+        violation of every source (unknown keys, unreadable file, unparsable or out-of-range
+        values) is reported in one :class:`InvalidConfigError`.
         """
-        merged: dict[str, Any] = dict(values)
+        stages: list[_Stage] = [(_CODE, values, [])]
         if path is not None:
-            merged.update(cls._read_json(Path(path)))
-        merged.update(cls._from_env(os.environ if env is None else env))
-        return cls._build(merged)
+            stages.append(_read_json(path))
+        stages.append(_from_env(os.environ if env is None else env))
+        return _assemble(stages, cls)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> MnemoniaConfig:
         """A config from a JSON object file (unknown keys are errors)."""
-        return cls._build(cls._read_json(Path(path)))
+        return _assemble([_read_json(path)], cls)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> MnemoniaConfig:
-        """A config from ``MNEMONIA_*`` variables only."""
-        return cls._build(cls._from_env(os.environ if env is None else env))
+        """A config from ``MNEMONIA_*`` variables only (unknown ones are errors)."""
+        return _assemble([_from_env(os.environ if env is None else env)], cls)
 
     def replace(self, **changes: Any) -> MnemoniaConfig:
         """A copy with ``changes`` applied (validated)."""
-        return self._build({**self.to_dict(), **changes})
+        return _assemble([(_CODE, {**self.to_dict(), **changes}, [])], type(self))
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    @classmethod
-    def _build(cls, values: Mapping[str, Any]) -> MnemoniaConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise InvalidConfigError(
-                [f"unknown key {k!r} (allowed: {', '.join(sorted(known))})" for k in unknown]
-            )
-        coerced = dict(values)
-        if "relation_types" in coerced and isinstance(coerced["relation_types"], Mapping):
-            coerced["relation_types"] = dict(coerced["relation_types"])
-        disabled = coerced.get("intelligence_disabled_tenants")
-        if isinstance(disabled, list):
-            coerced["intelligence_disabled_tenants"] = tuple(disabled)
-        return cls(**coerced)
 
-    @staticmethod
-    def _read_json(path: Path) -> dict[str, Any]:
+# -- sources ---------------------------------------------------------------------------------
+_CODE = "code"
+_Stage = tuple[str, Mapping[str, Any], list[str]]
+"""``(source, values, problems found reading the source)``; the source is ``"code"``,
+``"config file '...'"`` or ``"environment"``."""
+
+
+def _names() -> frozenset[str]:
+    return frozenset(f.name for f in fields(MnemoniaConfig))
+
+
+def _did_you_mean(key: str, choices: frozenset[str], shown: Callable[[str], str]) -> str:
+    close = difflib.get_close_matches(key, sorted(choices), n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {shown(close[0])}?"
+    return "the keys are " + ", ".join(shown(c) for c in sorted(choices))
+
+
+def _read_json(path: Any) -> _Stage:
+    """The values of a JSON config file, or the problem reading it."""
+    if not isinstance(path, str | os.PathLike):
+        return (_CODE, {}, [f"path={shown(path)}: must be the path of a JSON file (str or Path)"])
+    where = f"config file {str(path)!r}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return (where, {}, [f"{where} does not exist"])
+    except OSError as e:
+        return (where, {}, [f"{where} cannot be read: {e.strerror or e}"])
+    except UnicodeDecodeError as e:
+        return (where, {}, [f"{where} is not UTF-8 text: {e}"])
+    except json.JSONDecodeError as e:
+        return (where, {}, [f"{where} is not valid JSON: {e}"])
+    if not isinstance(data, dict):
+        return (where, {}, [f"{where} must hold a JSON object, got {type(data).__name__}"])
+    return (where, data, [])
+
+
+ENV_OTHER_VARIABLES: Mapping[str, str] = {
+    "MNEMONIA_PATH": "the store folder of the `mnemonia` command line (its --path)",
+    "MNEMONIA_CONFIG": "a JSON config file an engine reads by default (config_file)",
+}
+"""``MNEMONIA_*`` variables that are used but are no config keys. Every other ``MNEMONIA_*``
+variable must name a config key: a misspelt one is an error, not silently ignored."""
+
+
+def _from_env(env: Any) -> _Stage:
+    """The config values of the ``MNEMONIA_*`` variables of ``env``, and their problems."""
+    if not isinstance(env, Mapping):
+        return ("environment", {}, [f"env={shown(env)}: must be a mapping of variable -> text"])
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    by_name = {f.name: f for f in fields(MnemoniaConfig)}
+    for key, raw in env.items():
+        if not isinstance(key, str) or not key.startswith(ENV_PREFIX) \
+                or key in ENV_OTHER_VARIABLES:
+            continue
+        name = key[len(ENV_PREFIX):].lower()
+        if name not in by_name:
+            hint = _did_you_mean(name, frozenset(by_name), lambda n: ENV_PREFIX + n.upper())
+            problems.append(f"unknown environment variable {key}: {hint}")
+            continue
+        if not isinstance(raw, str):
+            problems.append(f"{key}={shown(raw)}: an environment value must be text")
+            continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise InvalidConfigError(f"config file {str(path)!r} does not exist") from e
-        except json.JSONDecodeError as e:
-            raise InvalidConfigError(f"config file {str(path)!r} is not valid JSON: {e}") from e
-        if not isinstance(data, dict):
-            raise InvalidConfigError(f"config file {str(path)!r} must hold a JSON object")
-        return data
-
-    @classmethod
-    def _from_env(cls, env: Mapping[str, str]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        problems: list[str] = []
-        by_name = {f.name: f for f in fields(cls)}
-        for key, raw in env.items():
-            if not key.startswith(ENV_PREFIX):
-                continue
-            name = key[len(ENV_PREFIX) :].lower()
-            if name not in by_name:
-                continue  # other MNEMONIA_* variables (e.g. MNEMONIA_HOME) are not config keys
-            try:
-                out[name] = _parse_env(name, raw, by_name[name])
-            except ValueError as e:
-                problems.append(f"{key}={raw!r}: {e}")
-        if problems:
-            raise InvalidConfigError(problems)
-        return out
+            out[name] = _parse_env(name, raw, by_name[name])
+        except ValueError as e:
+            problems.append(f"{key}={shown(raw)}: {e}")
+    return ("environment", out, problems)
 
 
-def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
-    if f.default is not dataclasses.MISSING:
-        default = f.default
-    else:
+def _coerce(values: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON and env shapes of the container fields as the dataclass holds them."""
+    out = dict(values)
+    if isinstance(out.get("relation_types"), Mapping):
+        out["relation_types"] = dict(out["relation_types"])
+    if isinstance(out.get("intelligence_disabled_tenants"), list):
+        out["intelligence_disabled_tenants"] = tuple(out["intelligence_disabled_tenants"])
+    return out
+
+
+def _stage_problems(source: str, values: Mapping[str, Any], names: frozenset[str]
+                    ) -> list[str]:
+    """Unknown keys and out-of-range values of one source, each saying where it came from."""
+    problems: list[str] = []
+    for key in values:
+        if key in names:
+            where = "" if source == _CODE else (
+                f" (from {ENV_PREFIX}{key.upper()})" if source == "environment"
+                else f" (in {source})")
+            problems += [p + where for p in _field_problems(key, values[key])]
+        elif source != "environment":  # the environment's unknown keys are reported by name
+            what = (f"keyword argument {shown(key)}" if source == _CODE
+                    else f"key {shown(key)} in {source}")
+            problems.append(f"unknown {what}: {_did_you_mean(str(key), names, repr)}")
+    return problems
+
+
+def _assemble(stages: list[_Stage], cls: type[MnemoniaConfig]) -> MnemoniaConfig:
+    """The config of ``stages`` (later wins), or one error listing every violation of every
+    source: unknown keys (with a "did you mean"), unreadable sources, bad values."""
+    names = _names()
+    problems: list[str] = []
+    merged: dict[str, Any] = {}
+    unknown_kwarg = False
+    for source, raw, read_problems in stages:
+        values = _coerce(raw)
+        problems += read_problems
+        problems += _stage_problems(source, values, names)
+        unknown_kwarg |= source == _CODE and bool(set(values) - names)
+        merged.update({k: v for k, v in values.items() if k in names})
+    if not problems:
+        problems += _cross_problems({**_defaults(), **merged})
+    if problems:
+        raise (UnknownConfigKeyError if unknown_kwarg else InvalidConfigError)(problems)
+    return cls(**merged)
+
+
+def _defaults() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(MnemoniaConfig):
         factory: Any = f.default_factory
-        default = factory()
-    text = raw.strip()
-    if name == "max_memories":
-        return None if text.lower() in ("", "none", "null") else int(text)
-    if isinstance(default, bool):
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError("expected true or false")
-    if isinstance(default, int):
-        return int(text)
-    if isinstance(default, float):
-        return float(text)
-    if isinstance(default, tuple):
-        return tuple(p.strip() for p in text.split(",") if p.strip())
-    if isinstance(default, dict):
-        value = json.loads(text)
-        if not isinstance(value, dict):
-            raise ValueError("expected a JSON object")
-        return value
-    return text
+        out[f.name] = f.default if f.default is not dataclasses.MISSING else factory()
+    return out
 
 
 _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
@@ -324,6 +406,8 @@ _INT_MINIMUMS: dict[str, int] = {
     "snapshot_size": 1,
     "reevaluation_per_tenant_cap": 1,
     "max_text_chars": 1,
+    "max_metadata_bytes": 2,  # "{}"
+    "max_metadata_depth": 1,
     "embed_batch_size": 1,
     "query_cache_size": 0,
     "retry_attempts": 1,
@@ -358,65 +442,111 @@ def _range_text(lo: float, hi: float, lo_in: bool, hi_in: bool) -> str:
     return f"{left}{lo:g}, {'inf' if math.isinf(hi) else f'{hi:g}'}{right}"
 
 
-def _validate(cfg: MnemoniaConfig) -> list[str]:
-    problems: list[str] = []
-    for name, (lo, hi, lo_in, hi_in) in _FLOAT_RANGES.items():
-        v = getattr(cfg, name)
-        allowed = _range_text(lo, hi, lo_in, hi_in)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            problems.append(f"{name}={v!r}: must be a finite number in {allowed}")
-            continue
-        ok_lo = v >= lo if lo_in else v > lo
-        ok_hi = v <= hi if hi_in else v < hi
-        if not (ok_lo and ok_hi):
-            problems.append(f"{name}={v!r}: must be in {allowed}")
-    for name, minimum in _INT_MINIMUMS.items():
-        v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            problems.append(f"{name}={v!r}: must be an integer >= {minimum}")
-    if cfg.max_memories is not None and (
-        isinstance(cfg.max_memories, bool)
-        or not isinstance(cfg.max_memories, int)
-        or cfg.max_memories < 1
-    ):
-        problems.append(f"max_memories={cfg.max_memories!r}: must be None or an integer >= 1")
-    weights = [
-        cfg.priority_weight_importance,
-        cfg.priority_weight_recency,
-        cfg.priority_weight_access,
-        cfg.priority_weight_retention,
-    ]
-    if all(isinstance(w, int | float) and w == 0 for w in weights):
-        problems.append("priority_weight_*: the four priority weights must not all be zero")
-    for name in _BOOLS:
-        v = getattr(cfg, name)
-        if not isinstance(v, bool):
-            problems.append(f"{name}={v!r}: must be true or false")
-    if cfg.maintenance not in MAINTENANCE_MODES:
-        problems.append(f"maintenance={cfg.maintenance!r}: must be one of "
-                        f"{', '.join(MAINTENANCE_MODES)}")
-    if cfg.default_mode not in MODES:
-        problems.append(f"default_mode={cfg.default_mode!r}: must be one of {', '.join(MODES)}")
-    if isinstance(cfg.batch_threshold, float | int) \
-            and isinstance(cfg.immediate_threshold, float | int) \
-            and cfg.batch_threshold > cfg.immediate_threshold:
-        problems.append(
-            f"batch_threshold={cfg.batch_threshold!r}: must not exceed "
-            f"immediate_threshold={cfg.immediate_threshold!r}"
-        )
-    if not isinstance(cfg.relation_types, Mapping):
-        problems.append(f"relation_types={cfg.relation_types!r}: must be a mapping name -> weight")
-    else:
-        for rel, w in cfg.relation_types.items():
-            if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
-                problems.append(f"relation_types key {rel!r}: must match [a-z][a-z0-9_]*")
-            if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
-                problems.append(f"relation_types[{rel!r}]={w!r}: weight must be in (0, 1]")
-    if not isinstance(cfg.intelligence_disabled_tenants, tuple) or not all(
-        isinstance(t, str) for t in cfg.intelligence_disabled_tenants
-    ):
-        problems.append(
-            f"intelligence_disabled_tenants={cfg.intelligence_disabled_tenants!r}: "
-            "must be a tuple of tenant names"
-        )
+def _float_problems(name: str, v: Any) -> list[str]:
+    lo, hi, lo_in, hi_in = _FLOAT_RANGES[name]
+    allowed = _range_text(lo, hi, lo_in, hi_in)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        return [f"{name}={shown(v)}: must be a finite number in {allowed}"]
+    ok_lo = v >= lo if lo_in else v > lo
+    ok_hi = v <= hi if hi_in else v < hi
+    return [] if ok_lo and ok_hi else [f"{name}={shown(v)}: must be in {allowed}"]
+
+
+def _relation_type_problems(v: Any) -> list[str]:
+    if not isinstance(v, Mapping):
+        return [f"relation_types={shown(v)}: must be a mapping name -> weight"]
+    problems = []
+    for rel, w in v.items():
+        if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
+            problems.append(f"relation_types key {shown(rel)}: must match [a-z][a-z0-9_]*")
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
+            problems.append(f"relation_types[{shown(rel)}]={shown(w)}: weight must be in (0, 1]")
     return problems
+
+
+def _field_problems(name: str, v: Any) -> list[str]:
+    """What is wrong with the value ``v`` of the field ``name`` taken on its own."""
+    if name in _FLOAT_RANGES:
+        return _float_problems(name, v)
+    if name == "relation_types":
+        return _relation_type_problems(v)
+    integer = not isinstance(v, bool) and isinstance(v, int)
+    if name in _INT_MINIMUMS and not (integer and v >= _INT_MINIMUMS[name]):
+        return [f"{name}={shown(v)}: must be an integer >= {_INT_MINIMUMS[name]}"]
+    if name == "max_memories" and v is not None and not (integer and v >= 1):
+        return [f"max_memories={shown(v)}: must be None or an integer >= 1"]
+    if name in _BOOLS and not isinstance(v, bool):
+        return [f"{name}={shown(v)}: must be true or false"]
+    if name == "default_mode" and (not isinstance(v, str) or v not in MODES):
+        return [f"default_mode={shown(v)}: must be one of {', '.join(MODES)}"]
+    if name == "maintenance" and (not isinstance(v, str) or v not in MAINTENANCE_MODES):
+        return [f"maintenance={shown(v)}: must be one of {', '.join(MAINTENANCE_MODES)}"]
+    if name == "intelligence_disabled_tenants" and (
+            not isinstance(v, tuple) or not all(isinstance(t, str) for t in v)):
+        return [f"intelligence_disabled_tenants={shown(v)}: must be a tuple of tenant names"]
+    return []
+
+
+_WEIGHT_NAMES = ("priority_weight_importance", "priority_weight_recency",
+                 "priority_weight_access", "priority_weight_retention")
+
+
+def _cross_problems(values: Mapping[str, Any]) -> list[str]:
+    """Rules between fields, checked once each field is valid on its own."""
+    def ok(*names: str) -> bool:
+        return not any(_field_problems(n, values[n]) for n in names)
+
+    problems: list[str] = []
+    if ok(*_WEIGHT_NAMES) and all(values[n] == 0 for n in _WEIGHT_NAMES):
+        problems.append("priority_weight_*: the four priority weights must not all be zero")
+    batch, immediate = values["batch_threshold"], values["immediate_threshold"]
+    if ok("batch_threshold", "immediate_threshold") and batch > immediate:
+        problems.append(f"batch_threshold={shown(batch)}: must not exceed "
+                        f"immediate_threshold={shown(immediate)}")
+    return problems
+
+
+def _validate(cfg: MnemoniaConfig) -> list[str]:
+    """Every violation of a config: each field on its own, then the rules between fields."""
+    values = cfg.to_dict()
+    problems = [p for name, v in values.items() for p in _field_problems(name, v)]
+    return problems + _cross_problems(values)
+
+
+def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    else:
+        factory: Any = f.default_factory
+        default = factory()
+    text = raw.strip()
+    if name == "max_memories":
+        return None if text.lower() in ("", "none", "null") else _number(int, text, "an integer")
+    if isinstance(default, bool):
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false")
+    if isinstance(default, int):
+        return _number(int, text, "an integer")
+    if isinstance(default, float):
+        return _number(float, text, "a number")
+    if isinstance(default, tuple):
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    if isinstance(default, dict):
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise ValueError(f"expected a JSON object ({e})") from e
+        if not isinstance(value, dict):
+            raise ValueError("expected a JSON object")
+        return value
+    return text
+
+
+def _number(kind: Callable[[str], Any], text: str, what: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError as e:
+        raise ValueError(f"expected {what}") from e

@@ -203,10 +203,10 @@ class MemoryEngine:
         """
         item: dict[str, Any] = {"text": text, "importance": importance, "kind": kind,
                                 "topic": topic, "entities": entities, "session_id": session_id,
-                                "metadata": dict(metadata) if metadata else {}, "at": at,
+                                "metadata": metadata, "at": at,
                                 "pinned": pinned, "speaker": speaker, "id": id}
         tenant = check.tenant(tenant)
-        prepared = check.prepare(item, self._rt.now(), max_chars=self.config.max_text_chars)
+        prepared = check.prepare(item, self._rt.now(), config=self.config)
         return ingest.add(self._rt, tenant, [prepared])[0]
 
     def add_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str,
@@ -220,8 +220,7 @@ class MemoryEngine:
         the old text goes, so a failure never loses the stored version.
         """
         tenant = check.tenant(tenant)
-        prepared = check.prepare_many(items, self._rt.now(),
-                                      max_chars=self.config.max_text_chars)
+        prepared = check.prepare_many(items, self._rt.now(), config=self.config)
         if not prepared:
             return []
         if check.boolean(replace, "replace"):
@@ -346,7 +345,8 @@ class MemoryEngine:
         ``speaker`` is part of the embedded text and cannot change here.
         """
         tenant = check.tenant(tenant)
-        patch = check.metadata_patch(metadata)
+        patch = check.metadata_patch(metadata, max_bytes=self.config.max_metadata_bytes,
+                                     max_depth=self.config.max_metadata_depth)
         return lifecycle.update_metadata(self._rt, tenant, memory_id, patch)
 
     def export(self, path: str | os.PathLike[str], *, tenant: str | None = None,

@@ -8,9 +8,9 @@ sentence-initial function words ("Caroline", "New York") and ``#tags``, typed ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, shown
 from mnemonia.scoring.activation import STOP_WORDS
 
 __all__ = ["EntityExtractor", "entity_label", "extract_entities", "normalise_entities"]
@@ -54,21 +54,23 @@ def normalise_entities(entities: Iterable[str] | None) -> list[str]:
     """Validate explicit ``type:name`` entities; the name part is lower-cased."""
     if entities is None:
         return []
-    if isinstance(entities, str):
+    if isinstance(entities, str | bytes | Mapping) or not isinstance(entities, Iterable):
         raise InvalidInputError(
-            f"entities={entities!r}: expected a list of 'type:name' strings, e.g. ['tool:redis']"
+            f"entities={shown(entities)}: expected a list of 'type:name' strings, e.g. "
+            "['tool:redis']"
         )
     out: list[str] = []
     for ent in entities:
         if not isinstance(ent, str) or ":" not in ent:
             raise InvalidInputError(
-                f"entity {ent!r}: expected a 'type:name' string such as 'person:alice'"
+                f"entity {shown(ent)}: expected a 'type:name' string such as 'person:alice'"
             )
         kind, name = ent.split(":", 1)
         value = f"{kind.strip().lower()}:{' '.join(name.split()).lower()}"
         if not _ENTITY.match(value):
             raise InvalidInputError(
-                f"entity {ent!r}: type must match [a-z][a-z0-9_]* and the name be 1-200 chars"
+                f"entity {shown(ent)}: type must match [a-z][a-z0-9_]* and the name be "
+                "1-200 chars"
             )
         out.append(value)
     return list(dict.fromkeys(out))

@@ -22,6 +22,7 @@ __all__ = [
     "InvalidTenantError",
     "InvalidTextError",
     "InvalidWeightsError",
+    "MemoryDeletedError",
     "MemoryNotFoundError",
     "MissingDependencyError",
     "MnemoniaError",
@@ -30,13 +31,25 @@ __all__ = [
     "StoreFileChangedError",
     "StoreInconsistentError",
     "StoreUnavailableError",
+    "UnknownConfigKeyError",
     "UnknownModeError",
     "UnknownRelationTypeError",
+    "shown",
 ]
 
 
 class MnemoniaError(Exception):
     """Root of every error Mnemonia raises on purpose."""
+
+
+def shown(value: object, limit: int = 200) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters (a 5 MB value
+    must not make a 5 MB message; a repr that fails still gives a message)."""
+    try:
+        text = repr(value)
+    except Exception:  # e.g. an int too long to print, or a caller's broken __repr__
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class InvalidConfigError(MnemoniaError, ValueError):
@@ -47,6 +60,12 @@ class InvalidConfigError(MnemoniaError, ValueError):
             violations = [violations]
         self.violations: list[str] = list(violations)
         super().__init__("invalid Mnemonia configuration: " + "; ".join(self.violations))
+
+
+class UnknownConfigKeyError(InvalidConfigError, TypeError):
+    """A keyword argument that is no config key (``MnemoniaConfig(defualt_k=3)``); a
+    ``TypeError`` too, like Python's own error for an unexpected keyword argument. The message
+    lists every violation of the call, not only the unknown keys."""
 
 
 class InvalidInputError(MnemoniaError, ValueError):
@@ -100,8 +119,13 @@ class MemoryNotFoundError(MnemoniaError, KeyError):
         return str(self.args[0]) if self.args else "memory not found"
 
 
+class MemoryDeletedError(InvalidInputError):
+    """The memory is soft-deleted (forgotten or evicted): restore it first to use it here."""
+
+
 class CrossTenantError(InvalidInputError):
-    """An operation that would connect or touch two tenants."""
+    """An operation that would connect or touch two tenants. (An id of another tenant is
+    answered like an unknown one, :class:`MemoryNotFoundError`, so nothing says it exists.)"""
 
 
 class InvalidImportFileError(InvalidInputError):

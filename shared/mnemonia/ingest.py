@@ -45,13 +45,27 @@ def _unique_ids(items: Sequence[PreparedMemory]) -> list[str]:
     return ids
 
 
+def _taken(ids: Sequence[str]) -> InvalidInputError:
+    """The error for explicit ids already in use. Ids are unique in the whole store, so an id
+    another tenant holds is refused too, with the very same words (nothing says whose)."""
+    return InvalidInputError(f"id(s) already exist: {list(ids[:5])}; ids must be unique")
+
+
 def _embed_missing(rt: Runtime, items: Sequence[PreparedMemory]) -> None:
-    """Embed the items that came without a vector (outside any transaction)."""
+    """Embed the items that came without a vector (outside any transaction), and check that
+    every vector has the embedder's dimension (before anything is written)."""
     todo = [p for p in items if p.vector is None]
     if todo:
         vecs = rt.embedder.embed_documents([p.embed_text for p in todo])
         for p, v in zip(todo, vecs, strict=True):
             p.vector = v
+    dim = rt.embedder.dimension
+    for p in items:
+        size = 0 if p.vector is None else p.vector.shape[0]
+        if size != dim:
+            raise InvalidInputError(
+                f"embedding of {p.id!r} has dimension {size}; the embedder "
+                f"{rt.embedder.name!r} has {dim}")
 
 
 def _matrix(items: Sequence[PreparedMemory]) -> np.ndarray:
@@ -64,18 +78,11 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
     ids = _unique_ids(items)
     # Embed outside any transaction: nothing is written until every vector exists.
     _embed_missing(rt, items)
-    dim = rt.embedder.dimension
-    for p in items:
-        size = 0 if p.vector is None else p.vector.shape[0]
-        if size != dim:
-            raise InvalidInputError(
-                f"embedding of {p.id!r} has dimension {size}; the embedder "
-                f"{rt.embedder.name!r} has {dim}")
     with rt.exclusive():
         with rt.reading() as conn:
             clash = rt.sql.existing_ids(conn, ids)
         if clash:
-            raise InvalidInputError(f"id(s) already exist: {clash[:5]}; ids must be unique")
+            raise _taken(clash)
         col = rt.collection(tenant, create=True)
         matrix = _matrix(items)
         states, neighbours = gatekeep(rt, col, items, matrix)
@@ -119,7 +126,8 @@ def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> lis
         found = rt.sql.owners(conn, ids)
     foreign = [i for i, t in found.items() if t != tenant]
     if foreign:
-        raise InvalidInputError(f"id(s) {foreign[:5]} are taken; choose other ids")
+        raise _taken(foreign)  # the same answer as for a clash in the tenant: no leak
+    _embed_missing(rt, items)  # every vector checked before the new ones are written
     old = [p for p in items if p.id in found]
     new = [p for p in items if p.id not in found]
     done = {m.id: m for m in add(rt, tenant, new)} if new else {}

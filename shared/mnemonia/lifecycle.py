@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from mnemonia import validation as check
 from mnemonia.clock import from_ts, to_ts
-from mnemonia.errors import CrossTenantError, InvalidInputError
+from mnemonia.errors import InvalidInputError, MemoryDeletedError
 from mnemonia.models import Event, Memory, Relation
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
@@ -53,8 +54,15 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int) -> Memory:
 
 
 def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
-           strength: float) -> Relation:
-    """Add (or update) a typed relation ``src -> dst`` between two memories of ``tenant``."""
+           strength: float, *, allow_deleted: bool = False) -> Relation:
+    """Add (or update) a typed relation ``src -> dst`` between two memories of ``tenant``.
+
+    A memory of another tenant is answered exactly like an unknown id
+    (:class:`MemoryNotFoundError`), so a caller learns nothing of other tenants; a soft-deleted
+    memory is refused (:class:`MemoryDeletedError`: restore it first) unless ``allow_deleted``
+    (an import bringing back the relations of deleted memories)."""
+    check.memory_id(src, "src")
+    check.memory_id(dst, "dst")
     act.relation_weight(rel_type, rt.type_weights or None)
     s = act.validate_strength(strength)
     if src == dst:
@@ -62,14 +70,11 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
     now = rt.now()
     with rt.writing() as conn:
         for mid in (src, dst):
-            if not isinstance(mid, str):
-                raise InvalidInputError(f"id={mid!r}: must be a string")
-            owner = rt.sql.tenant_of(conn, mid)
-            if owner is not None and owner != tenant:
-                raise CrossTenantError(
-                    f"memory {mid!r} is not in tenant {tenant!r}; relations across tenants "
-                    "are refused")
-            rt.sql.row(conn, tenant, mid)
+            row = rt.sql.row(conn, tenant, mid)  # another tenant's id: not found, no leak
+            if row.deleted_at is not None and not allow_deleted:
+                raise MemoryDeletedError(
+                    f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
+                    f"(engine.restore({mid!r}, tenant={tenant!r})) to relate it")
         rt.sql.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
     return Relation(tenant=tenant, src=src, dst=dst, type=rel_type, strength=s,
                     created_at=now)
@@ -77,6 +82,8 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
 
 def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str) -> Memory:
     """Mark ``old_id`` as superseded by ``new_id``; returns the old memory."""
+    check.memory_id(old_id, "old_id")
+    check.memory_id(new_id, "new_id")
     if old_id == new_id:
         raise InvalidInputError(f"a memory cannot supersede itself (id {old_id!r})")
     relate(rt, tenant, new_id, old_id, "supersedes", 1.0)
@@ -90,6 +97,8 @@ def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str) -> Memory:
 
 def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
     """Soft-delete (restorable) or, with ``hard``, remove vector, rows and logs."""
+    check.memory_id(memory_id)
+    check.boolean(hard, "hard")
     now = rt.now()
     if not hard:
         with rt.writing() as conn:
@@ -144,7 +153,9 @@ def update_metadata(rt: Runtime, tenant: str, memory_id: str,
     with rt.writing() as conn:
         r = rt.sql.row(conn, tenant, memory_id)
         before = json.loads(r.metadata)
-        rt.sql.update_memory(conn, memory_id, metadata=json.dumps({**before, **patch}))
+        merged = check.metadata({**before, **patch}, max_bytes=rt.config.max_metadata_bytes,
+                                max_depth=rt.config.max_metadata_depth)
+        rt.sql.update_memory(conn, memory_id, metadata=json.dumps(merged))
         rt.sql.event(conn, tenant, memory_id, "metadata_updated", to_ts(now),
                      {k: before.get(k) for k in patch}, dict(patch))
         return rt.sql.memory(conn, tenant, memory_id)
@@ -169,6 +180,10 @@ def get(rt: Runtime, tenant: str, memory_id: str, *, touch: bool = False) -> Mem
 def list_memories(rt: Runtime, tenant: str, *, session_id: str | None, include_deleted: bool,
                   limit: int | None) -> list[Memory]:
     """A tenant's memories in insertion order (optionally one session's)."""
+    check.optional_label(session_id, "session_id", 256, strip=False)
+    check.boolean(include_deleted, "include_deleted")
+    if limit is not None:
+        check.positive_int(limit, "limit", minimum=0)
     with rt.reading() as conn:
         return rt.sql.list_memories(conn, tenant, session_id=session_id,
                                     include_deleted=include_deleted, limit=limit)

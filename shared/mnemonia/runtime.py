@@ -10,6 +10,7 @@ engine.
 from __future__ import annotations
 
 import fcntl
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ import numpy as np
 from mnemonia import entities as ent
 from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, QueryCache, Reranker
-from mnemonia.errors import InvalidInputError, StoreError
+from mnemonia.errors import InvalidInputError, StoreError, shown
 from mnemonia.store.repository import Connection, SideStore
 from mnemonia.store.vector import VectorIndex
 
@@ -51,7 +52,13 @@ class StoreLock:
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / ".mnemonia.lock"
-        self._fh = open(self.path, "a+")  # noqa: SIM115 - held for the engine's lifetime
+        try:
+            self._fh = open(self.path, "a+")  # noqa: SIM115 - held for the engine's lifetime
+        except OSError as e:
+            raise StoreError(
+                f"cannot use the store folder {str(folder)!r}: {e.strerror or e} (writing "
+                f"{self.path.name!r}); an embedded store needs a folder it can write to"
+            ) from e
         try:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
@@ -73,8 +80,7 @@ def store_folders(path: Any, chroma_url: str | None, sql_url: str | None
     """The store folder (made if missing) and the side-store URL."""
     folder: Path | None = None
     if chroma_url is None or path is not None:
-        folder = Path(path if path is not None else "./memory").expanduser().resolve()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _make_folder(path)
     if sql_url is None:
         if folder is None:
             raise InvalidInputError(
@@ -83,6 +89,26 @@ def store_folders(path: Any, chroma_url: str | None, sql_url: str | None
             )
         sql_url = f"sqlite:///{folder / 'mnemonia.sqlite3'}"
     return folder, sql_url
+
+
+def _make_folder(path: Any) -> Path:
+    """The embedded store folder of ``path`` (default ``./memory``), made if missing."""
+    if path is not None and not isinstance(path, str | os.PathLike):
+        raise InvalidInputError(f"path={shown(path)}: must be a folder path (str or Path)")
+    try:
+        folder = Path(path if path is not None else "./memory").expanduser().resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as e:
+        raise InvalidInputError(f"path={str(path)!r} is a file, not a folder; an embedded "
+                                "store is a folder (made if missing)") from e
+    except NotADirectoryError as e:
+        raise InvalidInputError(f"path={str(path)!r}: a folder on the way is a file; an "
+                                "embedded store is a folder (made if missing)") from e
+    except (OSError, ValueError) as e:  # no permission, read-only, a NUL in the name, ...
+        raise StoreError(f"cannot make the store folder {str(path)!r}: {e}") from e
+    if not folder.is_dir():
+        raise InvalidInputError(f"path={str(path)!r} is not a folder")
+    return folder
 
 
 class Runtime:
@@ -122,8 +148,12 @@ class Runtime:
              entity_extractor: ent.EntityExtractor | None, summariser: Summariser | None,
              namespace: str, reranker: Reranker | None = None) -> Runtime:
         """Open both stores (an embedded store's folder locked for this process)."""
+        if not callable(getattr(clock, "now", None)):
+            raise InvalidInputError(f"clock={shown(clock)}: must be a Clock (an object whose "
+                                    "now() returns an aware datetime), e.g. ManualClock")
         folder, url = store_folders(path, chroma_url, sql_url)
         lock = StoreLock(folder) if chroma_url is None and folder is not None else None
+        side: SideStore | None = None
         try:
             side = SideStore(url, attempts=config.retry_attempts, max_wait=config.retry_max_wait)
             side.setup()
@@ -132,6 +162,8 @@ class Runtime:
                 url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,
                 namespace=namespace)
         except BaseException:
+            if side is not None:
+                side.dispose()
             if lock is not None:
                 lock.release()
             raise

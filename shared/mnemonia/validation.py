@@ -11,7 +11,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,13 @@ import numpy as np
 
 from mnemonia import entities as ent
 from mnemonia.clock import ensure_aware, to_ts
-from mnemonia.config import MAX_TEXT_CHARS, TENANT_PATTERN, MnemoniaConfig
+from mnemonia.config import (
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_TEXT_CHARS,
+    TENANT_PATTERN,
+    MnemoniaConfig,
+)
 from mnemonia.errors import (
     FutureTimeError,
     InvalidImportanceError,
@@ -28,6 +34,7 @@ from mnemonia.errors import (
     InvalidTenantError,
     InvalidTextError,
     MnemoniaError,
+    shown,
 )
 from mnemonia.models import KINDS
 from mnemonia.scoring import modes
@@ -35,9 +42,13 @@ from mnemonia.scoring import modes
 __all__ = [
     "ID_PATTERN",
     "ITEM_FIELDS",
+    "MAX_INT",
     "PreparedMemory",
     "boolean",
+    "callable_or_none",
+    "entities",
     "finite_unit",
+    "json_safe",
     "memory_id",
     "metadata",
     "optional_int",
@@ -47,9 +58,11 @@ __all__ = [
     "prepare_many",
     "recall_args",
     "row_embed_text",
+    "shown",
     "tenant",
     "tenant_name",
     "text",
+    "unicode",
 ]
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -64,7 +77,7 @@ def tenant_name(value: Any) -> str:
     """A valid tenant name, or :class:`InvalidTenantError`."""
     if not isinstance(value, str) or not TENANT_PATTERN.match(value):
         raise InvalidTenantError(
-            f"tenant={value!r}: must be 1-64 characters of letters, digits, '_' or '-', "
+            f"tenant={shown(value)}: must be 1-64 characters of letters, digits, '_' or '-', "
             "starting and ending with a letter or digit"
         )
     return value
@@ -73,32 +86,51 @@ def tenant_name(value: Any) -> str:
 tenant = tenant_name
 
 
+def unicode(value: str, name: str, exc: type[MnemoniaError] = InvalidInputError) -> str:
+    """``value`` if it is valid Unicode text (no lone surrogate such as ``'\\ud800'``, which
+    no store can encode), else ``exc``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise exc(f"{name} has a lone surrogate {value[e.start]!r} at position {e.start}: "
+                  "text must be valid Unicode (encodable as UTF-8)") from None
+    return value
+
+
 def text(value: Any, name: str = "text", *, max_chars: int = MAX_TEXT_CHARS) -> str:
-    """A non-blank string of at most ``max_chars`` characters, or :class:`InvalidTextError`."""
+    """A non-blank string of at most ``max_chars`` characters of valid Unicode, or
+    :class:`InvalidTextError`."""
     if not isinstance(value, str):
         raise InvalidTextError(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
-        raise InvalidTextError(f"{name}={value!r}: must not be empty or whitespace only")
+        raise InvalidTextError(f"{name}={shown(value)}: must not be empty or whitespace only")
     if len(value) > max_chars:
         raise InvalidTextError(
             f"{name} has {len(value)} characters; the maximum is {max_chars} "
             "(config max_text_chars)"
         )
-    return value
+    return unicode(value, name, InvalidTextError)
 
 
 def finite_unit(value: Any, name: str, exc: type[MnemoniaError] = InvalidInputError) -> float:
     """A finite number in [0, 1] (not a bool), or ``exc``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0.0 <= float(value) <= 1.0:
-        raise exc(f"{name}={value!r}: must be a finite number in [0, 1]")
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0.0 <= value <= 1.0 or not math.isfinite(value):
+        raise exc(f"{name}={shown(value)}: must be a finite number in [0, 1]")
     return float(value)
 
 
+MAX_INT = 2**63 - 1
+"""The largest integer a store column holds (SQLite and PostgreSQL ``BIGINT``)."""
+
+
 def positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
-    """An int (not a bool) of at least ``minimum``, or :class:`InvalidInputError`."""
+    """An int (not a bool) of at least ``minimum`` and at most :data:`MAX_INT`, or
+    :class:`InvalidInputError`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidInputError(f"{name}={value!r}: must be an integer >= {minimum}")
+        raise InvalidInputError(f"{name}={shown(value)}: must be an integer >= {minimum}")
+    if value > MAX_INT:
+        raise InvalidInputError(f"{name}={shown(value)}: must be an integer <= {MAX_INT}")
     return value
 
 
@@ -110,7 +142,14 @@ def optional_int(value: Any, name: str, default: int, *, minimum: int = 1) -> in
 def boolean(value: Any, name: str) -> bool:
     """``True`` or ``False`` exactly, or :class:`InvalidInputError`."""
     if not isinstance(value, bool):
-        raise InvalidInputError(f"{name}={value!r}: must be True or False")
+        raise InvalidInputError(f"{name}={shown(value)}: must be True or False")
+    return value
+
+
+def callable_or_none(value: Any, name: str) -> Any:
+    """``None`` or a callable, or :class:`InvalidInputError`."""
+    if value is not None and not callable(value):
+        raise InvalidInputError(f"{name}={shown(value)}: must be None or a callable")
     return value
 
 
@@ -127,11 +166,11 @@ def past_time(at: Any, now: datetime) -> float:
     return to_ts(value)
 
 
-def memory_id(value: Any) -> str:
-    """An id to look a memory up by: a non-empty string."""
+def memory_id(value: Any, name: str = "id") -> str:
+    """An id to look a memory up by: a non-empty string of valid Unicode."""
     if not isinstance(value, str) or not value:
-        raise InvalidInputError(f"id={value!r}: must be a non-empty string")
-    return value
+        raise InvalidInputError(f"{name}={shown(value)}: must be a non-empty string")
+    return unicode(value, name)
 
 
 def new_id(value: Any) -> str:
@@ -140,42 +179,82 @@ def new_id(value: Any) -> str:
         return uuid.uuid4().hex
     if not isinstance(value, str) or not ID_PATTERN.match(value):
         raise InvalidInputError(
-            f"id={value!r}: must be 1-64 characters of letters, digits, '_', '.', ':', '-'")
+            f"id={shown(value)}: must be 1-64 characters of letters, digits, '_', '.', ':', '-'")
     return value
 
 
-def metadata(value: Any) -> dict[str, Any]:
-    """A JSON-safe copy of a metadata dict (``None`` is ``{}``)."""
-    value = value or {}
-    if not isinstance(value, dict):
-        raise InvalidInputError(f"metadata={value!r}: must be a dict")
-    return json_safe(value)
+def metadata(value: Any, *, max_bytes: int = MAX_METADATA_BYTES,
+             max_depth: int = MAX_METADATA_DEPTH) -> dict[str, Any]:
+    """A JSON-safe copy of a metadata dict (``None`` is ``{}``) within the size and depth
+    limits, or :class:`InvalidInputError`."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"metadata={shown(value)}: must be a dict")
+    return json_safe(value, max_bytes=max_bytes, max_depth=max_depth)
 
 
-def json_safe(value: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON round trip of ``value`` (no NaN), or :class:`InvalidInputError`."""
+def _too_deep_or_big(value: Any, max_depth: int, max_nodes: int) -> str | None:
+    """Why ``value`` cannot be metadata without serialising it: dicts and lists nested deeper
+    than ``max_depth`` (a container inside itself too), or more than ``max_nodes`` values
+    (each takes at least one byte of JSON). Iterative, so no depth hits the recursion limit."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    nodes = 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > max_nodes:
+            return f"has more than {max_nodes} values; the maximum is {max_nodes} bytes " \
+                   "of JSON (config max_metadata_bytes)"
+        if isinstance(node, Mapping):
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            return f"is nested more than {max_depth} levels deep (or contains itself); the " \
+                   f"maximum is {max_depth} (config max_metadata_depth)"
+        stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def json_safe(value: Mapping[str, Any], *, max_bytes: int = MAX_METADATA_BYTES,
+              max_depth: int = MAX_METADATA_DEPTH) -> dict[str, Any]:
+    """A JSON round trip of ``value`` (no NaN, valid Unicode, at most ``max_bytes`` of UTF-8
+    JSON nested at most ``max_depth`` deep), or :class:`InvalidInputError`."""
+    problem = _too_deep_or_big(value, max_depth, max_bytes)
+    if problem:
+        raise InvalidInputError(f"metadata {problem}")
     try:
-        out: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
+        dumped = json.dumps(dict(value), allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"metadata is not JSON-safe: {e}") from e
+    unicode(dumped, "metadata (as JSON)")
+    size = len(dumped.encode("utf-8"))
+    if size > max_bytes:
+        raise InvalidInputError(f"metadata is {size} bytes as JSON; the maximum is {max_bytes} "
+                                "(config max_metadata_bytes)")
+    out: dict[str, Any] = json.loads(dumped)
     return out
 
 
-def metadata_patch(value: Any) -> dict[str, Any]:
+def metadata_patch(value: Any, *, max_bytes: int = MAX_METADATA_BYTES,
+                   max_depth: int = MAX_METADATA_DEPTH) -> dict[str, Any]:
     """A JSON-safe metadata update; ``speaker`` (part of the embedded text) is refused."""
     if not isinstance(value, Mapping):
-        raise InvalidInputError(f"metadata={value!r}: must be a dict")
+        raise InvalidInputError(f"metadata={shown(value)}: must be a dict")
     if "speaker" in value:
         raise InvalidInputError(
             "metadata key 'speaker' is part of the embedded text and cannot be updated")
-    return json_safe(value)
+    return json_safe(value, max_bytes=max_bytes, max_depth=max_depth)
 
 
 def namespace(value: Any) -> str:
     """A Chroma collection-name prefix: 1-64 letters, digits, ``_`` or ``-``."""
     if not isinstance(value, str) or not TENANT_PATTERN.match(value):
         raise InvalidInputError(
-            f"namespace={value!r}: must be 1-64 letters, digits, '_' or '-'")
+            f"namespace={shown(value)}: must be 1-64 letters, digits, '_' or '-'")
     return value
 
 
@@ -185,8 +264,9 @@ def optional_label(value: Any, name: str, max_chars: int, *, strip: bool) -> str
         return None
     if not isinstance(value, str) or not (value.strip() if strip else value) \
             or len(value) > max_chars:
-        raise InvalidInputError(f"{name}={value!r}: must be None or a 1-{max_chars} char string")
-    return value
+        raise InvalidInputError(
+            f"{name}={shown(value)}: must be None or a 1-{max_chars} char string")
+    return unicode(value, name)
 
 
 @dataclass
@@ -221,7 +301,14 @@ def row_embed_text(row: Any) -> str:
 def _vector(value: Any) -> np.ndarray | None:
     if value is None:
         return None
-    vector = np.asarray(value, dtype=np.float32)
+    try:
+        if isinstance(value, str | bytes | Mapping):
+            raise TypeError(type(value).__name__)
+        with np.errstate(over="ignore"):
+            vector = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise InvalidInputError(
+            f"embedding={shown(value)}: must be a finite 1-d vector of numbers ({e})") from None
     if vector.ndim != 1 or not np.all(np.isfinite(vector)):
         raise InvalidInputError("embedding must be a finite 1-d vector")
     norm = float(np.linalg.norm(vector))
@@ -229,59 +316,83 @@ def _vector(value: Any) -> np.ndarray | None:
 
 
 def _speaker(value: Any) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise InvalidInputError(f"speaker={value!r}: must be a non-empty string")
-    return value
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"speaker={shown(value)}: must be a non-empty string")
+    return unicode(value, "speaker")
 
 
-def _fields(item: Mapping[str, Any], now: datetime, max_chars: int) -> PreparedMemory:
+def entities(value: Any) -> list[str]:
+    """Explicit ``type:name`` entities, normalised (:func:`mnemonia.entities.normalise_entities`)
+    and valid Unicode."""
+    return [unicode(e, "entity") for e in ent.normalise_entities(value)]
+
+
+def _limits(config: MnemoniaConfig | None, max_chars: int | None) -> tuple[int, int, int]:
+    """``(max_text_chars, max_metadata_bytes, max_metadata_depth)`` of ``config`` (defaults
+    without one); ``max_chars`` overrides the first."""
+    if config is None:
+        chars, size, depth = MAX_TEXT_CHARS, MAX_METADATA_BYTES, MAX_METADATA_DEPTH
+    else:
+        chars, size = config.max_text_chars, config.max_metadata_bytes
+        depth = config.max_metadata_depth
+    return (chars if max_chars is None else max_chars), size, depth
+
+
+def _fields(item: Mapping[str, Any], now: datetime, limits: tuple[int, int, int]
+            ) -> PreparedMemory:
+    max_chars, max_bytes, max_depth = limits
     body = text(item.get("text"), max_chars=max_chars)
     importance = finite_unit(item.get("importance", 0.5), "importance", InvalidImportanceError)
     kind = item.get("kind", "episode")
-    if kind not in KINDS:
-        raise InvalidInputError(f"kind={kind!r}: must be one of {', '.join(KINDS)}")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise InvalidInputError(f"kind={shown(kind)}: must be one of {', '.join(KINDS)}")
     topic = optional_label(item.get("topic"), "topic", 128, strip=True)
     session_id = optional_label(item.get("session_id"), "session_id", 256, strip=False)
-    meta = metadata(item.get("metadata"))
+    meta = metadata(item.get("metadata"), max_bytes=max_bytes, max_depth=max_depth)
     speaker = _speaker(item.get("speaker"))
     if speaker is not None:
         meta = {**meta, "speaker": speaker}
     pinned = boolean(item.get("pinned", False), "pinned")
     mid = new_id(item.get("id"))
-    entities = ent.normalise_entities(item.get("entities"))
+    names = entities(item.get("entities"))
     at = past_time(item.get("at"), now)
     vector = _vector(item.get("embedding"))
     return PreparedMemory(id=mid, text=body, embed_text=embed_text(body, speaker), kind=kind,
-                          topic=topic, entities=entities, importance=importance, at=at,
+                          topic=topic, entities=names, importance=importance, at=at,
                           session_id=session_id, metadata=meta, pinned=pinned, vector=vector)
 
 
 def prepare(item: Mapping[str, Any], now: datetime, index: int | None = None, *,
-            max_chars: int = MAX_TEXT_CHARS) -> PreparedMemory:
-    """Check one ``add_many`` item; errors of item ``index`` say which item it was."""
+            config: MnemoniaConfig | None = None, max_chars: int | None = None
+            ) -> PreparedMemory:
+    """Check one ``add_many`` item against the limits of ``config`` (the defaults without one;
+    ``max_chars`` overrides its ``max_text_chars``); errors of item ``index`` say which item
+    it was."""
     where = "" if index is None else f"item {index}: "
-    unknown = set(item) - ITEM_FIELDS
+    unknown = [k for k in item if k not in ITEM_FIELDS]
     if unknown:
-        raise InvalidInputError(
-            f"{where}unknown field(s) {sorted(unknown)}; allowed: {sorted(ITEM_FIELDS)}")
+        raise InvalidInputError(f"{where}unknown field(s) {shown(sorted(map(str, unknown)))}; "
+                                f"allowed: {sorted(ITEM_FIELDS)}")
     try:
-        return _fields(item, now, max_chars)
+        return _fields(item, now, _limits(config, max_chars))
     except MnemoniaError as e:
         if where:
             raise type(e)(f"{where}{e}") from e
         raise
 
 
-def prepare_many(items: Any, now: datetime, *, max_chars: int = MAX_TEXT_CHARS
-                 ) -> list[PreparedMemory]:
-    """Check ``add_many``'s list of item dicts, item by item."""
-    if isinstance(items, Mapping | str) or not isinstance(items, Sequence):
+def prepare_many(items: Any, now: datetime, *, config: MnemoniaConfig | None = None,
+                 max_chars: int | None = None) -> list[PreparedMemory]:
+    """Check ``add_many``'s list of item dicts, item by item (limits as in :func:`prepare`)."""
+    if isinstance(items, Mapping | str | bytes) or not isinstance(items, Sequence):
         raise InvalidInputError("add_many takes a list of dicts, e.g. [{'text': '...'}]")
     prepared = []
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
-            raise InvalidInputError(f"item {i}: expected a dict with 'text', got {item!r}")
-        prepared.append(prepare(item, now, i, max_chars=max_chars))
+            raise InvalidInputError(f"item {i}: expected a dict with 'text', got {shown(item)}")
+        prepared.append(prepare(item, now, i, config=config, max_chars=max_chars))
     return prepared
 
 
@@ -303,11 +414,15 @@ def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: 
     floor = cfg.min_activation if min_activation is None else finite_unit(
         min_activation, "min_activation")
     if topic is not None and (not isinstance(topic, str) or not topic):
-        raise InvalidInputError(f"topic={topic!r}: must be None or a non-empty string")
+        raise InvalidInputError(f"topic={shown(topic)}: must be None or a non-empty string")
+    if topic is not None:
+        unicode(topic, "topic")
     if entity is not None:
-        entity = ent.normalise_entities([entity])[0]
+        entity = entities([entity])[0]
     if user_id is not None and not isinstance(user_id, str):
-        raise InvalidInputError(f"user_id={user_id!r}: must be None or a string")
+        raise InvalidInputError(f"user_id={shown(user_id)}: must be None or a string")
+    if user_id is not None:
+        unicode(user_id, "user_id")
     return dict(query=query, tenant=tenant, k=k, topic=topic, entity=entity,
                 episode_k=episode_k, mode=mode_name, weights=weights, floor=floor,
                 touch=boolean(touch, "touch"), user_id=user_id,

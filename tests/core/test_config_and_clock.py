@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from mnemonia.clock import ManualClock, SystemClock
 from mnemonia.config import MnemoniaConfig
 from mnemonia.errors import InvalidConfigError, InvalidInputError, NaiveDatetimeError
@@ -82,7 +81,7 @@ def test_unknown_key_in_file(tmp_path: Path) -> None:
 
 
 def test_manual_clock() -> None:
-    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
     c = ManualClock(start)
     assert c.now() == start
     assert c.advance(timedelta(days=2)) == start + timedelta(days=2)
@@ -96,3 +95,119 @@ def test_manual_clock() -> None:
 def test_system_clock_is_aware_utc() -> None:
     now = SystemClock().now()
     assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
+
+
+def test_every_violation_of_every_source_in_one_error(tmp_path: Path) -> None:
+    """Defect 6: a file with a bad default_k, an out-of-range weight, an unknown key and a
+    non-number, plus a misspelt and an unparsable variable and a bad code value: one error,
+    each violation saying where it came from."""
+    f = tmp_path / "cfg.json"
+    f.write_text(json.dumps({"default_k": 0, "hybrid_keyword_weight": 1.5, "defualt_k": 3,
+                             "spread_decay": "fast"}))
+    env = {"MNEMONIA_EPISOD_K": "2", "MNEMONIA_MIN_ACTIVATION": "high",
+           "MNEMONIA_SPREAD_DEPTH": "-1", "MNEMONIA_PATH": "/some/store"}
+    with pytest.raises(InvalidConfigError) as info:
+        MnemoniaConfig.load(f, env=env, eviction_budget=2.0)
+    where = f"(in config file {str(f)!r})"
+    assert info.value.violations == [
+        "eviction_budget=2.0: must be in (0, 1]",
+        f"default_k=0: must be an integer >= 1 {where}",
+        f"hybrid_keyword_weight=1.5: must be in [0, 1] {where}",
+        f"unknown key 'defualt_k' in config file {str(f)!r}: did you mean 'default_k'?",
+        f"spread_decay='fast': must be a finite number in (0, 1] {where}",
+        "unknown environment variable MNEMONIA_EPISOD_K: did you mean MNEMONIA_EPISODE_K?",
+        "MNEMONIA_MIN_ACTIVATION='high': expected a number",
+        "spread_depth=-1: must be an integer >= 0 (from MNEMONIA_SPREAD_DEPTH)",
+    ]
+    assert not isinstance(info.value, TypeError)  # no unknown keyword argument in code
+
+
+def test_unreadable_file_is_reported_with_the_other_sources(tmp_path: Path) -> None:
+    with pytest.raises(InvalidConfigError) as info:
+        MnemoniaConfig.load(tmp_path / "missing.json", env={"MNEMONIA_DEFAULT_K": "x"})
+    assert len(info.value.violations) == 2
+    assert "does not exist" in info.value.violations[0]
+    with pytest.raises(InvalidConfigError, match="cannot be read"):
+        MnemoniaConfig.load(tmp_path, env={})  # a folder
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(InvalidConfigError, match="must hold a JSON object, got list"):
+        MnemoniaConfig.from_json(tmp_path / "list.json")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe{")
+    with pytest.raises(InvalidConfigError, match="not UTF-8"):
+        MnemoniaConfig.from_json(tmp_path / "bin.json")
+
+
+def test_unknown_environment_variable_is_an_error_but_known_others_pass() -> None:
+    with pytest.raises(InvalidConfigError, match=r"MNEMONIA_DEFUALT_K: did you mean "
+                                                 r"MNEMONIA_DEFAULT_K\?"):
+        MnemoniaConfig.from_env({"MNEMONIA_DEFUALT_K": "3"})
+    with pytest.raises(InvalidConfigError, match="MNEMONIA_COLOUR: the keys are"):
+        MnemoniaConfig.load(env={"MNEMONIA_COLOUR": "blue"})
+    # MNEMONIA_PATH is the CLI's store folder, not a config key: allowed, and ignored here.
+    from mnemonia.config import ENV_OTHER_VARIABLES
+
+    assert set(ENV_OTHER_VARIABLES) == {"MNEMONIA_PATH", "MNEMONIA_CONFIG"}
+    assert MnemoniaConfig.from_env({"MNEMONIA_PATH": "/x", "OTHER_DEFUALT_K": "1"}) == (
+        MnemoniaConfig())
+    with pytest.raises(InvalidConfigError, match="must be a mapping"):
+        MnemoniaConfig.load(env=["MNEMONIA_DEFAULT_K=3"])  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match="an environment value must be text"):
+        MnemoniaConfig.load(env={"MNEMONIA_DEFAULT_K": 3})  # type: ignore[dict-item]
+
+
+def test_every_mnemonia_variable_the_project_uses_is_a_key_or_whitelisted() -> None:
+    """A test of the whitelist itself: the MNEMONIA_* names the code, README and notebooks
+    use are config keys or ENV_OTHER_VARIABLES, so the stricter check refuses none of them."""
+    import re
+
+    from mnemonia.config import ENV_OTHER_VARIABLES
+
+    root = Path(__file__).resolve().parents[2]
+    files = [p for pattern in ("shared/**/*.py", "packages/**/*.py", "notebooks/**/*.ipynb",
+                               "README.md", "benchmarks/**/*.py", "scripts/**/*")
+             for p in root.glob(pattern) if p.is_file()]
+    used = {m for p in files for m in re.findall(r"\bMNEMONIA_[A-Z0-9_]*[A-Z0-9]\b",
+                                                p.read_text(encoding="utf-8", errors="ignore"))}
+    assert "MNEMONIA_PATH" in used
+    keys = {f"MNEMONIA_{f.name.upper()}" for f in dataclasses.fields(MnemoniaConfig)}
+    assert used - keys - set(ENV_OTHER_VARIABLES) == set()
+
+
+def test_unknown_keyword_argument_is_a_config_error_and_a_type_error() -> None:
+    from mnemonia.errors import UnknownConfigKeyError
+
+    for call in (lambda: MnemoniaConfig(defualt_k=3),  # type: ignore[call-arg]
+                 lambda: MnemoniaConfig.load(env={}, defualt_k=3),
+                 lambda: MnemoniaConfig().replace(defualt_k=3)):
+        with pytest.raises(UnknownConfigKeyError, match="did you mean 'default_k'") as info:
+            call()
+        assert isinstance(info.value, InvalidConfigError)
+        assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+    # ... with every other violation of the same call
+    with pytest.raises(TypeError) as info2:
+        MnemoniaConfig(foo=1, default_k=0, default_mode="x")  # type: ignore[call-arg]
+    assert isinstance(info2.value, InvalidConfigError)
+    assert len(info2.value.violations) == 3
+    assert "unknown keyword argument 'foo': the keys are" in str(info2.value)
+    with pytest.raises(UnknownConfigKeyError, match="unknown keyword argument 'foo'"):
+        MnemoniaConfig.load(env={}, foo=1)
+
+
+def test_metadata_limits_are_config_keys() -> None:
+    c = MnemoniaConfig()
+    assert (c.max_metadata_bytes, c.max_metadata_depth) == (65536, 32)
+    assert MnemoniaConfig.from_env({"MNEMONIA_MAX_METADATA_BYTES": "1024"}).max_metadata_bytes \
+        == 1024
+    with pytest.raises(InvalidConfigError) as info:
+        MnemoniaConfig(max_metadata_bytes=1, max_metadata_depth=0)
+    assert info.value.violations == ["max_metadata_bytes=1: must be an integer >= 2",
+                                     "max_metadata_depth=0: must be an integer >= 1"]
+
+
+def test_config_survives_copy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    c = MnemoniaConfig(default_k=5)
+    assert pickle.loads(pickle.dumps(c)) == c == copy.deepcopy(c)
+    assert dataclasses.replace(c, default_k=6).default_k == 6

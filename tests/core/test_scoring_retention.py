@@ -149,10 +149,10 @@ def test_bad_access_inputs_are_rejected() -> None:
 
 
 def test_underflowing_strength_does_not_divide_by_zero() -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from mnemonia.scoring.retention import retention
 
-    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
     assert retention(accessed_at=t0, now=t0 + timedelta(seconds=1), importance=5e-324,
                      stability=1e-6) == 0.0

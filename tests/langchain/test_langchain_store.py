@@ -174,6 +174,31 @@ def test_values_must_be_json_dicts_and_nothing_is_lost_on_error(engine: MemoryEn
         store.put(("t",), "k", ["not", "a", "dict"])  # type: ignore[arg-type]
 
 
+def test_values_within_the_metadata_limits(engine: MemoryEngine) -> None:
+    """A value is kept in the memory's metadata: the engine's max_metadata_bytes and
+    max_metadata_depth hold for it, checked before the stored version goes."""
+    store = MnemoniaStore(engine=engine)
+    store.put(("t",), "k", {"v": 1})
+    with pytest.raises(InvalidInputError, match=r"value of key 'k': metadata is \d+ bytes as "
+                                                r"JSON; the maximum is 65536"):
+        store.put(("t",), "k", {"blob": "x" * 70_000})
+    deep: dict[str, Any] = {}
+    cur = deep
+    for _ in range(3000):
+        cur["d"] = {}
+        cur = cur["d"]
+    with pytest.raises(InvalidInputError, match="nested more than 32 levels"):
+        store.put(("t",), "k", deep)
+    item = store.get(("t",), "k")
+    assert item is not None and item.value == {"v": 1}
+    # every value of a batch is checked first: the delete before the bad put is not done
+    from langgraph.store.base import PutOp
+
+    with pytest.raises(InvalidInputError, match="value of key 'big'"):
+        store.batch([PutOp(("t",), "k", None), PutOp(("u",), "big", {"b": "x" * 70_000})])
+    assert store.get(("t",), "k") is not None
+
+
 def test_bad_constructor_arguments(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidInputError):
         MnemoniaStore(engine=engine, tenant_prefix="bad prefix!")

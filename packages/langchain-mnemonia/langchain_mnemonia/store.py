@@ -258,6 +258,20 @@ class MnemoniaStore(BaseStore):
         return await asyncio.to_thread(self.batch, ops)
 
     # ------------------------------------------------------------------------- writes
+    def _check_value(self, op: PutOp) -> None:
+        """Every value of a batch is checked before anything is written: JSON-safe and within
+        the engine's metadata limits as it will be kept (two levels deep in the memory's
+        metadata), by the core's own check."""
+        cfg = self.engine.config
+        meta = {_META: {"namespace": list(op.namespace), "key": str(op.key),
+                        "value": dict(op.value or {}), "indexed": True,
+                        "created_at": self.engine.clock.now().isoformat()}}
+        try:
+            validation.json_safe(meta, max_bytes=cfg.max_metadata_bytes,
+                                 max_depth=cfg.max_metadata_depth)
+        except InvalidInputError as e:
+            raise InvalidInputError(f"value of key {str(op.key)!r}: {e}") from e
+
     def _apply_puts(self, puts: list[PutOp]) -> None:
         by_ns: dict[tuple[str, ...], list[PutOp]] = {}
         for op in puts:
@@ -267,6 +281,8 @@ class MnemoniaStore(BaseStore):
                     "(put with ttl=None)")
             if op.value is not None and not isinstance(op.value, dict):
                 raise InvalidInputError(f"value={op.value!r}: a store value must be a dict")
+            if op.value is not None:
+                self._check_value(op)
             by_ns.setdefault(tuple(op.namespace), []).append(op)
         now = self.engine.clock.now()
         max_chars = self.engine.config.max_text_chars
@@ -298,14 +314,6 @@ class MnemoniaStore(BaseStore):
                 })
             if not items:
                 continue
-            # Validate everything (JSON-safe values) before the old versions go.
-            for item in items:
-                try:
-                    json.dumps(item["metadata"], allow_nan=False)
-                except (TypeError, ValueError) as e:
-                    raise InvalidInputError(
-                        f"value of key {item['metadata'][_META]['key']!r} is not JSON-safe: {e}"
-                    ) from e
             # Existing keys are replaced in place: the new version is embedded and written
             # before the old one goes, so a failure never loses the stored item.
             self.engine.add_many(items, tenant=tenant, replace=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from mnemonia import ingest
 from mnemonia.clock import to_ts
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, shown
 from mnemonia.maintenance.ranking import priority_of, weights
 from mnemonia.maintenance.reports import ConsolidationReport
 from mnemonia.runtime import Runtime, Summariser
@@ -187,7 +187,7 @@ def consolidate(rt: Runtime, *, tenant: str,
     """
     rt.check_open()
     if summariser is not None and not callable(summariser):
-        raise InvalidInputError(f"summariser={summariser!r}: must be a callable texts -> text")
+        raise InvalidInputError(f"summariser={shown(summariser)}: must be a callable texts -> text")
     now = rt.now()
     with rt.reading() as conn:
         rows = rt.sql.active_rows(conn, tenant, (
@@ -222,7 +222,7 @@ def concept_item(rt: Runtime, tenant: str, group: list[str], rows: Mapping[str, 
         text = summariser(list(texts))
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError(
-                f"the summariser returned {text!r} for {len(texts)} texts; it must return a "
+                f"the summariser returned {shown(text)} for {len(texts)} texts; it must return a "
                 "non-empty string")
     else:
         text = cons.merge_texts(texts)

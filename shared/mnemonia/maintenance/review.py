@@ -10,13 +10,14 @@ from datetime import datetime
 from typing import Any
 
 from mnemonia.clock import from_ts, to_ts
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, shown
 from mnemonia.lifecycle import review_update
 from mnemonia.maintenance.reports import ReviewReport
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import sm2
+from mnemonia.validation import memory_id
 
 __all__ = ["ECHO_MIN_SHARE", "REACTIVE_USE_QUALITY", "echoes", "estimate_quality",
            "quality_from_rank", "report_use", "review"]
@@ -36,7 +37,7 @@ _COLUMNS = ("id", "importance", "utility", "accessed_at", "created_at", "easines
 def quality_from_rank(best_rank: int) -> int:
     """SM-2 quality from recall use: rank 1 counts 5, top-3 4, returned at all 3."""
     if isinstance(best_rank, bool) or not isinstance(best_rank, int) or best_rank < 1:
-        raise InvalidInputError(f"best_rank={best_rank!r}: must be an int >= 1")
+        raise InvalidInputError(f"best_rank={shown(best_rank)}: must be an int >= 1")
     if best_rank == 1:
         return 5
     return 4 if best_rank <= 3 else 3
@@ -50,7 +51,7 @@ def estimate_quality(*, importance: float, utility: float, hours_since_access: f
                         ("hours_since_access", hours_since_access)):
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or not math.isfinite(value):
-            raise InvalidInputError(f"{name}={value!r}: must be a finite number")
+            raise InvalidInputError(f"{name}={shown(value)}: must be a finite number")
     score = 0.4 * importance + 0.3 * utility + 0.3 * math.exp(
         -ESTIMATE_DECAY_PER_HOUR * max(0.0, hours_since_access))
     for q, cut in zip((5, 4, 3, 2, 1), QUALITY_BINS, strict=True):
@@ -191,12 +192,11 @@ def _check_use(reply: Any, recalled_ids: Any) -> list[str]:
         raise InvalidInputError(f"reply must be a string, got {type(reply).__name__}")
     if isinstance(recalled_ids, str) or not isinstance(recalled_ids, Sequence | set | frozenset):
         raise InvalidInputError(
-            f"recalled_ids={recalled_ids!r}: must be a list of memory ids, e.g. result.ids")
-    ids = list(dict.fromkeys(recalled_ids))
+            f"recalled_ids={shown(recalled_ids)}: must be a list of memory ids, e.g. result.ids")
+    ids = list(recalled_ids)
     for mid in ids:
-        if not isinstance(mid, str) or not mid:
-            raise InvalidInputError(f"recalled id {mid!r}: must be a non-empty string")
-    return ids
+        memory_id(mid, "recalled id")
+    return list(dict.fromkeys(ids))
 
 
 def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str], *,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from mnemonia.errors import InvalidInputError, MnemoniaError
+from mnemonia.errors import InvalidInputError, MnemoniaError, shown
 from mnemonia.maintenance.consolidate import consolidate
 from mnemonia.maintenance.enrich import enrich
 from mnemonia.maintenance.evict import evict
@@ -22,6 +22,7 @@ from mnemonia.maintenance.reevaluate import reevaluate
 from mnemonia.maintenance.reports import MaintenanceReport, TenantMaintenance
 from mnemonia.maintenance.review import review
 from mnemonia.runtime import Runtime
+from mnemonia.validation import callable_or_none
 from mnemonia.validation import tenant as check_tenant
 
 __all__ = ["DEFAULT_INTERVALS", "JOBS", "HasRuntime", "Scheduler", "maintain"]
@@ -64,6 +65,7 @@ def maintain(rt: Runtime, tenant: str | None = None, *,
         on_step: Called as ``on_step(job, tenant)`` after each step (progress bars).
     """
     rt.check_open()
+    callable_or_none(on_step, "on_step")
 
     def step(job: str, t: str | None) -> None:
         if on_step is not None:
@@ -100,16 +102,17 @@ def _intervals(rt: Runtime, intervals: Mapping[str, float | None] | None,
         "reevaluate": cfg.reevaluation_interval}
     for job, value in (intervals or {}).items():
         if job not in JOBS:
-            problems.append(f"unknown job {job!r} (jobs: {', '.join(JOBS)})")
+            problems.append(f"unknown job {shown(job)} (jobs: {', '.join(JOBS)})")
         elif value is not None and (isinstance(value, bool)
                                     or not isinstance(value, int | float)
                                     or not math.isfinite(value) or value <= 0):
-            problems.append(f"interval of {job!r} = {value!r}: must be seconds > 0 or None")
+            problems.append(
+                f"interval of {shown(job)} = {shown(value)}: must be seconds > 0 or None")
         else:
             merged[job] = None if value is None else float(value)
     if isinstance(poll_interval, bool) or not isinstance(poll_interval, int | float) \
             or not math.isfinite(poll_interval) or poll_interval <= 0:
-        problems.append(f"poll_interval={poll_interval!r}: must be seconds > 0")
+        problems.append(f"poll_interval={shown(poll_interval)}: must be seconds > 0")
     if problems:
         raise InvalidInputError("; ".join(problems))
     return merged

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mnemonia.clock import to_ts
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, shown
 from mnemonia.maintenance.ranking import columns, priority_array, priority_of, shortlist, weights
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import reevaluation as reeval
@@ -28,14 +28,14 @@ def snapshot(rt: Runtime, *, tenant: str, limit: int | None = None) -> str:
     rt.check_open()
     n = rt.config.snapshot_size if limit is None else limit
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise InvalidInputError(f"limit={limit!r}: must be an integer >= 1")
+        raise InvalidInputError(f"limit={shown(limit)}: must be an integer >= 1")
     now = rt.now()
     with rt.reading() as conn:
         rows = rt.sql.active_rows(conn, tenant, _COLUMNS, enriched=True,
                                   not_state=reeval.SKIPPED, unsuperseded=True)
     # A member gives way to its concept when the concept itself qualifies for the snapshot.
-    shown = {r.id for r in rows}
-    rows = [r for r in rows if r.consolidated_into is None or r.consolidated_into not in shown]
+    listed = {r.id for r in rows}
+    rows = [r for r in rows if r.consolidated_into is None or r.consolidated_into not in listed]
     if not rows:
         return ""
     w = weights(rt.config)

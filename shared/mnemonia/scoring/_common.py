@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from mnemonia.errors import InvalidInputError, InvalidWeightsError, NaiveDatetimeError
+from mnemonia.errors import InvalidInputError, InvalidWeightsError, NaiveDatetimeError, shown
 
 __all__ = [
     "SECONDS_PER_DAY",
@@ -51,14 +51,19 @@ def require_aware(value: object, name: str) -> datetime:
     """
     if not isinstance(value, datetime):
         raise InvalidInputError(
-            f"{name} must be a timezone-aware datetime, got {value!r} ({type(value).__name__})"
+            f"{name} must be a timezone-aware datetime, got {shown(value)} ({type(value).__name__})"
         )
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise NaiveDatetimeError(
             f"{name} must be timezone-aware (e.g. datetime.now(timezone.utc)), "
-            f"got naive {value!r}"
+            f"got naive {shown(value)}"
         )
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # e.g. datetime.max at UTC-14: past year 9999 in UTC
+        raise InvalidInputError(
+            f"{name}={shown(value)} is outside the range of datetimes in UTC (years 1-9999)"
+        ) from None
 
 
 def require_finite(
@@ -74,10 +79,13 @@ def require_finite(
         error: The error class to raise.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise error(f"{name} must be a finite number, got {value!r} ({type(value).__name__})")
-    result = float(value)
+        raise error(f"{name} must be a finite number, got {shown(value)} ({type(value).__name__})")
+    try:
+        result = float(value)
+    except OverflowError:  # an int too large for a float
+        result = math.inf
     if not math.isfinite(result):
-        raise error(f"{name} must be a finite number, got {value!r}")
+        raise error(f"{name} must be a finite number, got {shown(value)}")
     return result
 
 
@@ -89,7 +97,7 @@ def require_unit(
     """Return ``value`` as a float, or raise ``error`` unless it is finite and in ``[0, 1]``."""
     result = require_finite(value, name, error)
     if not 0.0 <= result <= 1.0:
-        raise error(f"{name} must be in [0, 1], got {value!r}")
+        raise error(f"{name} must be in [0, 1], got {shown(value)}")
     return result
 
 
@@ -101,7 +109,7 @@ def require_positive(
     """Return ``value`` as a float, or raise ``error`` unless it is finite and ``> 0``."""
     result = require_finite(value, name, error)
     if result <= 0.0:
-        raise error(f"{name} must be a finite number > 0, got {value!r}")
+        raise error(f"{name} must be a finite number > 0, got {shown(value)}")
     return result
 
 
@@ -128,17 +136,18 @@ def require_int(
     high = "inf" if maximum is None else str(maximum)
     allowed = f"an int in [{low}, {high}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise error(f"{name} must be {allowed}, got {value!r} ({type(value).__name__})")
+        raise error(f"{name} must be {allowed}, got {shown(value)} ({type(value).__name__})")
     result = int(value)
     if (minimum is not None and result < minimum) or (maximum is not None and result > maximum):
-        raise error(f"{name} must be {allowed}, got {value!r}")
+        raise error(f"{name} must be {allowed}, got {shown(value)}")
     return result
 
 
 def require_str(value: object, name: str) -> str:
     """Return ``value`` or raise :class:`InvalidInputError` unless it is a ``str``."""
     if not isinstance(value, str):
-        raise InvalidInputError(f"{name} must be a str, got {value!r} ({type(value).__name__})")
+        raise InvalidInputError(
+            f"{name} must be a str, got {shown(value)} ({type(value).__name__})")
     return value
 
 
@@ -163,12 +172,12 @@ def check_weights(pairs: Sequence[tuple[str, object]]) -> list[float]:
         if not isinstance(value, bool) and isinstance(value, numbers.Real):
             number = float(value)
         if not math.isfinite(number) or number < 0.0:
-            violations.append(f"{name} must be a finite number >= 0, got {value!r}")
+            violations.append(f"{name} must be a finite number >= 0, got {shown(value)}")
             number = 0.0
         values.append(number)
     if not violations and sum(values) <= 0.0:
-        shown = ", ".join(f"{name}={value!r}" for name, value in pairs)
-        violations.append(f"weights must not all be zero, got {shown}")
+        listed = ", ".join(f"{name}={shown(value)}" for name, value in pairs)
+        violations.append(f"weights must not all be zero, got {listed}")
     if violations:
         raise InvalidWeightsError("invalid weights: " + "; ".join(violations))
     return values

@@ -18,6 +18,7 @@ from mnemonia.errors import (
     InvalidStrengthError,
     InvalidWeightsError,
     UnknownRelationTypeError,
+    shown,
 )
 from mnemonia.scoring._common import require_finite, require_int, require_str, require_unit
 
@@ -194,14 +195,14 @@ def relation_weight(rel_type: str, extra: Mapping[str, float] | None = None) -> 
             lists the allowed types.
         InvalidWeightsError: The registered weight is outside ``[0, 1]``.
     """
-    if extra is not None and rel_type in extra:
-        return require_unit(extra[rel_type], f"weight of relation type {rel_type!r}",
+    if extra is not None and isinstance(rel_type, str) and rel_type in extra:
+        return require_unit(extra[rel_type], f"weight of relation type {shown(rel_type)}",
                             InvalidWeightsError)
     if isinstance(rel_type, str) and rel_type in RELATION_WEIGHTS:
         return RELATION_WEIGHTS[rel_type]
     allowed = sorted({*RELATION_WEIGHTS, *(extra or {})})
     raise UnknownRelationTypeError(
-        f"unknown relation type {rel_type!r}; allowed: {', '.join(allowed)} "
+        f"unknown relation type {shown(rel_type)}; allowed: {', '.join(allowed)} "
         "(register more types with their weight in the config)"
     )
 
@@ -214,7 +215,7 @@ def validate_strength(s: float) -> float:
     """
     value = require_finite(s, "strength", InvalidStrengthError)
     if not 0.0 < value <= 1.0:
-        raise InvalidStrengthError(f"strength must be in (0, 1], got {s!r}")
+        raise InvalidStrengthError(f"strength must be in (0, 1], got {shown(s)}")
     return value
 
 
@@ -312,7 +313,7 @@ def spread(
     hops_total = require_int(depth, "depth", minimum=0)
     factor = require_finite(decay, "decay")
     if not 0.0 < factor <= 1.0:
-        raise InvalidInputError(f"decay must be in (0, 1], got {decay!r}")
+        raise InvalidInputError(f"decay must be in (0, 1], got {shown(decay)}")
     penalty = require_unit(cross_topic_penalty, "cross_topic_penalty")
     beam = None if max_frontier is None else require_int(max_frontier, "max_frontier", minimum=1)
     if query_topic is not None:
@@ -321,9 +322,10 @@ def spread(
     result: dict[str, Activation] = {}
     for mid, value in seeds.items():
         require_str(mid, "seed id")
-        a = require_finite(value, f"seed activation of {mid!r}")
+        a = require_finite(value, f"seed activation of {shown(mid)}")
         if a < 0.0:
-            raise InvalidInputError(f"seed activation of {mid!r} must be >= 0, got {value!r}")
+            raise InvalidInputError(
+                f"seed activation of {shown(mid)} must be >= 0, got {shown(value)}")
         result[mid] = Activation(value=a, source=None, relation=None, hops=0, seed=a)
 
     def penalised(target: str, value: float) -> float:
@@ -347,7 +349,7 @@ def spread(
         best: dict[str, tuple[float, str, str]] = {}
         for edge in neighbours(MappingProxyType({mid: snapshot[mid] for mid in frontier})):
             if not isinstance(edge, Edge):
-                raise InvalidInputError(f"neighbours() must yield Edge objects, got {edge!r}")
+                raise InvalidInputError(f"neighbours() must yield Edge objects, got {shown(edge)}")
             weight = relation_weight(edge.type, type_weights)
             strength = validate_strength(edge.strength)
             moves = [(edge.src, edge.dst)]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from mnemonia.errors import InvalidInputError
+from mnemonia.errors import InvalidInputError, shown
 from mnemonia.scoring._common import require_finite, require_int, require_str
 from mnemonia.scoring.activation import word_tokens
 
@@ -67,7 +67,7 @@ class ConsolidationItem:
         if not isinstance(self.tokens, frozenset):
             if isinstance(self.tokens, str) or not isinstance(self.tokens, Iterable):
                 raise InvalidInputError(
-                    f"tokens must be a frozenset of str (see tokenize()), got {self.tokens!r}"
+                    f"tokens must be a frozenset of str (see tokenize()), got {shown(self.tokens)}"
                 )
             object.__setattr__(self, "tokens", frozenset(self.tokens))
         object.__setattr__(self, "priority", require_finite(self.priority, "priority"))
@@ -103,14 +103,14 @@ def group(
     """
     limit = require_finite(threshold, "threshold")
     if not 0.0 < limit <= 1.0:
-        raise InvalidInputError(f"threshold must be in (0, 1], got {threshold!r}")
+        raise InvalidInputError(f"threshold must be in (0, 1], got {shown(threshold)}")
     smallest = require_int(min_group, "min_group", minimum=2)
     by_id: dict[str, ConsolidationItem] = {}
     for item in items:
         if not isinstance(item, ConsolidationItem):
-            raise InvalidInputError(f"items must be ConsolidationItem objects, got {item!r}")
+            raise InvalidInputError(f"items must be ConsolidationItem objects, got {shown(item)}")
         if item.id in by_id:
-            raise InvalidInputError(f"item ids must be unique, got {item.id!r} twice")
+            raise InvalidInputError(f"item ids must be unique, got {shown(item.id)} twice")
         by_id[item.id] = item
 
     def order(item: ConsolidationItem) -> tuple[float, str]:

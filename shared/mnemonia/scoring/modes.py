@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from mnemonia.errors import InvalidImportanceError, InvalidInputError, UnknownModeError
+from mnemonia.errors import InvalidImportanceError, InvalidInputError, UnknownModeError, shown
 from mnemonia.scoring._common import check_weights, require_finite, require_unit
 
 __all__ = [
@@ -92,12 +92,13 @@ def mode_weights(name: str, extra: Mapping[str, ModeWeights] | None = None) -> M
     if extra is not None and name in extra:
         weights = extra[name]
         if not isinstance(weights, ModeWeights):
-            raise InvalidInputError(f"mode {name!r} must map to ModeWeights, got {weights!r}")
+            raise InvalidInputError(
+                f"mode {shown(name)} must map to ModeWeights, got {shown(weights)}")
         return weights
     if isinstance(name, str) and name in MODES:
         return MODES[name]
     allowed = sorted({*MODES, *(extra or {})})
-    raise UnknownModeError(f"unknown recall mode {name!r}; allowed: {', '.join(allowed)}")
+    raise UnknownModeError(f"unknown recall mode {shown(name)}; allowed: {', '.join(allowed)}")
 
 
 def final_score(
@@ -116,7 +117,7 @@ def final_score(
             ``[0, 1]``, or ``weights`` not a :class:`ModeWeights`.
     """
     if not isinstance(weights, ModeWeights):
-        raise InvalidInputError(f"weights must be a ModeWeights, got {weights!r}")
+        raise InvalidInputError(f"weights must be a ModeWeights, got {shown(weights)}")
     a = require_finite(activation, "activation")
     imp = require_unit(importance, "importance", InvalidImportanceError)
     r = require_unit(retention, "retention")

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from mnemonia.errors import InvalidImportanceError, InvalidInputError, InvalidWeightsError
+from mnemonia.errors import InvalidImportanceError, InvalidInputError, InvalidWeightsError, shown
 from mnemonia.scoring._common import (
     check_weights,
     days_between,
@@ -117,7 +117,7 @@ def priority(
         NaiveDatetimeError: A datetime has no timezone.
     """
     if not isinstance(weights, PriorityWeights):
-        raise InvalidWeightsError(f"weights must be a PriorityWeights, got {weights!r}")
+        raise InvalidWeightsError(f"weights must be a PriorityWeights, got {shown(weights)}")
     imp = require_unit(importance, "importance", InvalidImportanceError)
     count = require_int(access_count, "access_count", minimum=0)
     r = retention(
@@ -162,7 +162,7 @@ class EvictionCandidate:
             self, "importance", require_unit(self.importance, "importance", InvalidImportanceError)
         )
         if not isinstance(self.pinned, bool):
-            raise InvalidInputError(f"pinned must be a bool, got {self.pinned!r}")
+            raise InvalidInputError(f"pinned must be a bool, got {shown(self.pinned)}")
         validate_state(self.state)
 
 
@@ -189,7 +189,7 @@ def eviction_count(active: int, budget: float = DEFAULT_EVICTION_BUDGET) -> int:
     n = require_int(active, "active", minimum=0)
     b = require_finite(budget, "budget")
     if not 0.0 < b <= 1.0:
-        raise InvalidInputError(f"budget must be in (0, 1], got {budget!r}")
+        raise InvalidInputError(f"budget must be in (0, 1], got {shown(budget)}")
     if n == 0:
         return 0
     return max(1, int(n * b + _FLOAT_SLACK))
@@ -221,9 +221,10 @@ def select_for_eviction(
     seen: set[str] = set()
     for item in items:
         if not isinstance(item, EvictionCandidate):
-            raise InvalidInputError(f"candidates must be EvictionCandidate objects, got {item!r}")
+            raise InvalidInputError(
+                f"candidates must be EvictionCandidate objects, got {shown(item)}")
         if item.id in seen:
-            raise InvalidInputError(f"candidate ids must be unique, got {item.id!r} twice")
+            raise InvalidInputError(f"candidate ids must be unique, got {shown(item.id)} twice")
         seen.add(item.id)
     default = eviction_count(len(items), budget)
     n = default if count is None else require_int(count, "count", minimum=0)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mnemonia.errors import InvalidImportanceError, InvalidInputError
+from mnemonia.errors import InvalidImportanceError, InvalidInputError, shown
 from mnemonia.scoring._common import (
     clamp,
     require_aware,
@@ -76,7 +76,7 @@ def validate_state(state: object) -> str:
         InvalidInputError: Naming the allowed states.
     """
     if not isinstance(state, str) or state not in _RANK:
-        raise InvalidInputError(f"state must be one of {', '.join(STATES)}; got {state!r}")
+        raise InvalidInputError(f"state must be one of {', '.join(STATES)}; got {shown(state)}")
     return state
 
 
@@ -94,8 +94,8 @@ def _check_thresholds(batch_threshold: float, immediate_threshold: float) -> tup
     immediate = require_unit(immediate_threshold, "immediate_threshold")
     if batch > immediate:
         raise InvalidInputError(
-            f"batch_threshold must be <= immediate_threshold, got batch_threshold={batch!r} "
-            f"and immediate_threshold={immediate!r}"
+            f"batch_threshold must be <= immediate_threshold, got batch_threshold={shown(batch)} "
+            f"and immediate_threshold={shown(immediate)}"
         )
     return batch, immediate
 
@@ -190,7 +190,7 @@ class HeatInputs:
 
 def _require_positive_delta(value: object, name: str) -> timedelta:
     if not isinstance(value, timedelta) or value <= timedelta(0):
-        raise InvalidInputError(f"{name} must be a positive timedelta, got {value!r}")
+        raise InvalidInputError(f"{name} must be a positive timedelta, got {shown(value)}")
     return value
 
 
@@ -224,7 +224,7 @@ def aggregate(
     shares: dict[str, float] = {}
     for row in rows:
         if not isinstance(row, AccessRow):
-            raise InvalidInputError(f"rows must be AccessRow objects, got {row!r}")
+            raise InvalidInputError(f"rows must be AccessRow objects, got {shown(row)}")
         if not start < row.at <= end:
             continue
         mid = row.memory_id
@@ -257,10 +257,10 @@ def heat(inputs: HeatInputs, *, decayed_recalls: float = 0.0) -> float:
         InvalidInputError: ``decayed_recalls`` is negative or not finite.
     """
     if not isinstance(inputs, HeatInputs):
-        raise InvalidInputError(f"inputs must be a HeatInputs, got {inputs!r}")
+        raise InvalidInputError(f"inputs must be a HeatInputs, got {shown(inputs)}")
     older = require_finite(decayed_recalls, "decayed_recalls")
     if older < 0.0:
-        raise InvalidInputError(f"decayed_recalls must be >= 0, got {decayed_recalls!r}")
+        raise InvalidInputError(f"decayed_recalls must be >= 0, got {shown(decayed_recalls)}")
     total = inputs.recalls + older
     if total <= 0.0:
         return 0.0
@@ -290,7 +290,7 @@ def decay_counter(
     """
     amount = require_finite(value, "value")
     if amount < 0.0:
-        raise InvalidInputError(f"value must be a finite number >= 0, got {value!r}")
+        raise InvalidInputError(f"value must be a finite number >= 0, got {shown(value)}")
     last = require_aware(last_at, "last_at")
     current = require_aware(now, "now")
     hl = _require_positive_delta(half_life, "half_life")
@@ -393,12 +393,12 @@ def select_candidates(
     """
     current = require_aware(now, "now")
     if not isinstance(cooldown, timedelta) or cooldown < timedelta(0):
-        raise InvalidInputError(f"cooldown must be a non-negative timedelta, got {cooldown!r}")
+        raise InvalidInputError(f"cooldown must be a non-negative timedelta, got {shown(cooldown)}")
     cap = require_int(per_tenant_cap, "per_tenant_cap", minimum=0)
     by_tenant: dict[str, list[Candidate]] = {}
     for c in candidates:
         if not isinstance(c, Candidate):
-            raise InvalidInputError(f"candidates must be Candidate objects, got {c!r}")
+            raise InvalidInputError(f"candidates must be Candidate objects, got {shown(c)}")
         if c.state == IMMEDIATE:
             continue
         if c.last_reevaluated_at is not None and current - c.last_reevaluated_at < cooldown:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from mnemonia.errors import InvalidImportanceError, InvalidInputError
+from mnemonia.errors import InvalidImportanceError, InvalidInputError, shown
 from mnemonia.scoring._common import (
     require_aware,
     require_finite,
@@ -100,7 +100,7 @@ def reinforce(
     stab = require_positive(stability, "stability")
     grow = require_finite(growth, "growth")
     if grow < 1.0:
-        raise InvalidInputError(f"growth must be a finite number >= 1, got {growth!r}")
+        raise InvalidInputError(f"growth must be a finite number >= 1, got {shown(growth)}")
     limit = require_positive(cap, "cap")
     return min(limit, stab * grow)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mnemonia.errors import InvalidInputError, InvalidQualityError
+from mnemonia.errors import InvalidInputError, InvalidQualityError, shown
 from mnemonia.scoring._common import (
     clamp,
     days_between,
@@ -96,7 +96,7 @@ class SM2State:
         easiness = require_finite(self.easiness, "easiness")
         if not MIN_EASINESS <= easiness <= MAX_EASINESS:
             raise InvalidInputError(
-                f"easiness must be in [{MIN_EASINESS}, {MAX_EASINESS}], got {self.easiness!r}"
+                f"easiness must be in [{MIN_EASINESS}, {MAX_EASINESS}], got {shown(self.easiness)}"
             )
         object.__setattr__(self, "easiness", easiness)
         require_int(self.interval_days, "interval_days", minimum=0)

@@ -71,6 +71,20 @@ MAX_KEYWORD_POSTINGS = DEFAULT_KEYWORD_POSTINGS
 
 _WORD = re.compile(r"\w+")
 
+
+
+def _open_hint(reason: object) -> str:
+    """What to do about a SQLite store that cannot be opened for ``reason``."""
+    text = str(reason).lower()
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return ("The file is damaged or not a Mnemonia store: restore it from a backup, or "
+                "move it away to start an empty store.")
+    if "readonly" in text or "read-only" in text or "unable to open" in text \
+            or "permission" in text:
+        return ("The file or its folder cannot be written: make them writable (an embedded "
+                "store writes on every call, recall included).")
+    return ""
+
 _MEMORY_COLUMNS = ", ".join(f"m.{c.name}" for c in memories.columns)
 _MEMORY_COLUMNS_EDGES = _MEMORY_COLUMNS + (
     ", (EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.src = m.id) OR "
@@ -119,7 +133,25 @@ class SideStore:
 
     # -- setup -----------------------------------------------------------------------------
     def setup(self) -> list[int]:
-        """Apply every migration not yet applied. Idempotent; returns the versions applied."""
+        """Apply every migration not yet applied, and make sure the store can be written.
+        Idempotent; returns the versions applied. A file that is no SQLite database, or one
+        that cannot be written, is a :class:`StoreError` saying so."""
+        try:
+            applied = self._migrate()
+            with self.begin() as conn:  # fails at once on a read-only file or folder
+                conn.execute(kv.delete().where(sa.false()))
+        except (StoreUnavailableError, StoreFileChangedError):
+            raise
+        except StoreError as e:
+            reason = getattr(e.__cause__, "orig", None) or e
+            raise StoreError(f"cannot open the SQL store {self._where()}: {reason}. "
+                             + _open_hint(reason)) from e
+        return applied
+
+    def _where(self) -> str:
+        return repr(self.engine.url.render_as_string(hide_password=True))
+
+    def _migrate(self) -> list[int]:
         applied: list[int] = []
         with self.begin() as conn:
             schema_migrations.create(conn, checkfirst=True)
@@ -163,6 +195,8 @@ class SideStore:
             raise StoreUnavailableError(
                 f"the SQL store ({self.engine.url.render_as_string(hide_password=True)}) did "
                 f"not answer after {self._attempts} attempts: {last}") from last
+        except sa.exc.DBAPIError as e:
+            raise StoreError(f"cannot connect to the SQL store {self._where()}: {e.orig}") from e
 
     def check_file(self) -> None:
         """Raise :class:`StoreFileChangedError` if the SQLite file this store opened was
@@ -217,7 +251,8 @@ class SideStore:
             # of it is written. The caller gets a typed error.
             if self._unavailable(e):
                 raise StoreUnavailableError(f"the SQL store stopped answering: {e.orig}") from e
-            raise
+            # Rolled back as well: the caller gets a typed error and nothing is written.
+            raise StoreError(f"the SQL store refused the operation: {e.orig}") from e
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
@@ -315,6 +350,8 @@ class SideStore:
                   for mid, tenant, text in rows]
         conn.exec_driver_sql("INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)", bodies)
         df = Counter(t for body, _ in bodies for t in set(body.split()))
+        if not df:
+            return  # texts without letters or digits ("🙂", "???"): no keyword terms
         conn.exec_driver_sql(
             "INSERT INTO keyword_df(term, docs) VALUES (?, ?) "
             "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs", list(df.items()))

@@ -7,6 +7,7 @@ gets :class:`~mnemonia.errors.StoreUnavailableError`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -31,6 +32,8 @@ log = logging.getLogger("mnemonia.store")
 T = TypeVar("T")
 _MAX_BATCH = 4000
 _ID_PAGE = 20000
+_MAX_RESULTS = 2**31 - 1
+"""Chroma takes ``n_results`` as a 32-bit count; it never returns more than it holds anyway."""
 
 
 def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
@@ -52,6 +55,28 @@ def _transient(exc: BaseException) -> bool:
     if name in ("RateLimitError", "InternalError") and "Connect" in str(exc):
         return True
     return isinstance(exc, ConnectionError | TimeoutError) or "Could not connect" in str(exc)
+
+
+def _persistent_client(path: str, settings: Any) -> Any:
+    """An embedded Chroma client on the folder ``path``, or :class:`StoreError` saying why
+    it cannot be opened (damaged files, a read-only folder, ...)."""
+    import chromadb
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    try:
+        return chromadb.PersistentClient(path=path, settings=settings)
+    except Exception as e:
+        # chromadb keeps the half-started system of a failed open in a per-path cache, and
+        # every later client of that folder would get it: drop it, so a retry starts afresh.
+        cache = SharedSystemClient._identifier_to_system  # noqa: SLF001 - no public way
+        system = cache.pop(path, None)
+        if system is not None:
+            with contextlib.suppress(Exception):
+                system.stop()
+        raise StoreError(
+            f"cannot open the Chroma folder {path!r}: {e}. If its files are damaged, restore "
+            "the folder from a backup, or move it away to start an empty store; a read-only "
+            "folder must be made writable") from e
 
 
 class VectorIndex:
@@ -90,7 +115,7 @@ class VectorIndex:
                 ssl=parsed.scheme == "https", settings=settings,
             ))
         else:
-            self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+            self._client = _persistent_client(str(path), settings)
 
     # -- retries ---------------------------------------------------------------------------
     def _call(self, fn: Callable[[], T]) -> T:
@@ -113,6 +138,12 @@ class VectorIndex:
             if _transient(e):  # pragma: no cover - handled by RetryError
                 raise StoreUnavailableError(f"Chroma is unavailable: {e}") from e
             raise StoreError(f"Chroma call failed: {e}") from e
+        except BaseException as e:
+            # A panic in Chroma's Rust core (damaged files) is a pyo3 PanicException, which
+            # derives from BaseException; everything else (KeyboardInterrupt, ...) passes.
+            if type(e).__name__ == "PanicException":
+                raise StoreError(f"Chroma failed: {e}") from e
+            raise
 
     # -- collections -----------------------------------------------------------------------
     def collection(self, tenant: str, *, model: str, dimension: int, create: bool = True) -> Any:
@@ -169,7 +200,8 @@ class VectorIndex:
         """kNN: per query row, ids and cosine similarities, best first."""
         if n <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))], [[] for _ in range(len(vectors))]
-        res = self._call(lambda: col.query(query_embeddings=vectors, n_results=n,
+        res = self._call(lambda: col.query(query_embeddings=vectors,
+                                           n_results=min(n, _MAX_RESULTS),
                                            include=["distances"]))
         ids = res["ids"]
         sims = [[1.0 - float(d) for d in row] for row in res["distances"]]
