@@ -226,8 +226,10 @@ class Bench:
         first = min(c.sessions[min(c.sessions)] for c in self.conversations)
         self.clock = ManualClock(first)
         t_all = time.perf_counter()
+        # maintenance="manual": the --sweep option decides what maintenance runs (the
+        # background jobs would otherwise run whenever the clock moves to a session)
         with MemoryEngine.open(self.path, config=MnemoniaConfig(), clock=self.clock,
-                               embedder=self.embedder) as engine:
+                               embedder=self.embedder, maintenance="manual") as engine:
             for conv in self.conversations:
                 t0 = time.perf_counter()
                 info = ingest(engine, self.clock, conv, sweep=sweep)
@@ -250,7 +252,7 @@ class Bench:
 
     def run(self, config: MnemoniaConfig | None = None, **ask_kwargs: Any) -> EngineRun:
         with MemoryEngine.open(self.path, config=config or MnemoniaConfig(), clock=self.clock,
-                               embedder=self.embedder) as engine:
+                               embedder=self.embedder, maintenance="manual") as engine:
             return ask(engine, self.clock, self.conversations, **ask_kwargs)
 
     def evaluate(self, run: EngineRun) -> dict[str, Any]:

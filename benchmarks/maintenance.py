@@ -61,7 +61,7 @@ def build(folder: Path, n: int, seed: int = 0, batch: int = 500) -> None:
     embedder = HashingEmbedder()
     t0 = time.perf_counter()
     with MemoryEngine.open(folder, embedder=embedder, clock=clock,
-                           config=MnemoniaConfig.load(env={})) as engine:
+                           config=MnemoniaConfig.load(env={}, maintenance="manual")) as engine:
         for start in range(0, n, batch):
             stop = min(n, start + batch)
             vecs = rng.normal(size=(stop - start, embedder.dimension)).astype(np.float32)

@@ -16,7 +16,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from speed_harness import run_speed  # noqa: E402  (benchmarks/speed_harness.py)
+from speed_harness import run_speed
 
 
 def main() -> None:

@@ -78,9 +78,8 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     bare Chroma collection (same embedder, same vectors), and print the ratios."""
     import chromadb
     from chromadb.config import Settings
-
-    from mnemonia.embeddings import default_embedder
     from mnemonia import MemoryEngine
+    from mnemonia.embeddings import default_embedder
 
     console = console or Console()
     embedder = default_embedder()
@@ -107,7 +106,7 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
                     embeddings=vecs[i:i + 4000], documents=fill[i:i + 4000])
 
         console.print(f"[{n}] filling Mnemonia...")
-        engine = MemoryEngine.open(root / "mnemonia", embedder=embedder)
+        engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual")
         for i in range(0, n, 4000):
             engine.add_many([{"text": t, "embedding": v} for t, v in
                              zip(fill[i:i + 4000], vecs[i:i + 4000], strict=True)],
@@ -130,7 +129,7 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
         client = chromadb.PersistentClient(path=str(root / "bare"),
                                            settings=Settings(anonymized_telemetry=False))
         col = client.get_collection("bare", embedding_function=None)
-        engine = MemoryEngine.open(root / "mnemonia", embedder=embedder)
+        engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual")
         engine.recall("warm up", tenant="bench", k=k, touch=False)
         col.query(query_embeddings=embedder.embed_query("warm up")[None, :], n_results=k)
 
