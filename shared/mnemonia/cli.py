@@ -209,12 +209,11 @@ def parse_duration(text: str) -> float:
 def _maintain_every(engine: Any, seconds: float, tenant: str | None,
                     rounds: int | None) -> None:
     """``mnemonia maintain --every``: the background scheduler as a foreground process."""
-    from mnemonia import Scheduler
+    from mnemonia.maintenance import JOBS, Scheduler
 
     if rounds is not None and rounds < 1:
         raise InvalidInputError(f"--rounds={rounds!r}: must be an integer >= 1")
-    scheduler = Scheduler(engine, intervals=dict.fromkeys(
-        ("enrich", "evict", "consolidate", "review", "reevaluate"), seconds),
+    scheduler = Scheduler(engine, intervals=dict.fromkeys(JOBS, seconds),
         tenants=None if tenant is None else [tenant])
     console.print(f"maintaining {engine.path} every {seconds:g} s (Ctrl-C stops)")
     done_rounds = 0

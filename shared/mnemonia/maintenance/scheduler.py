@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from mnemonia.config import MnemoniaConfig
 from mnemonia.errors import InvalidInputError, MnemoniaError, shown
 from mnemonia.maintenance.consolidate import consolidate
 from mnemonia.maintenance.enrich import enrich
@@ -32,14 +33,16 @@ log = logging.getLogger("mnemonia.maintenance")
 JOBS: tuple[str, ...] = ("enrich", "evict", "consolidate", "review", "reevaluate")
 """Maintenance jobs, in the order :func:`maintain` runs the per-tenant ones."""
 
+_INTERVAL_KEYS: Mapping[str, str] = {
+    "enrich": "enrich_interval", "evict": "evict_interval",
+    "consolidate": "consolidate_interval", "review": "review_interval",
+    "reevaluate": "reevaluation_interval"}
+"""The config key of each job's cadence."""
+
 DEFAULT_INTERVALS: Mapping[str, float | None] = {
-    "reevaluate": None,  # None here: config.reevaluation_interval (600 s by default)
-    "enrich": 60.0,
-    "review": 600.0,
-    "evict": 3600.0,
-    "consolidate": 3600.0,
-}
-"""Seconds between two runs of each job in a :class:`Scheduler` (overridable per job)."""
+    job: getattr(MnemoniaConfig, key) for job, key in _INTERVAL_KEYS.items()}
+"""Seconds between two runs of each job in a :class:`Scheduler` by default: the config's
+cadences (``enrich_interval``, ...); overridable per job."""
 
 
 class HasRuntime(Protocol):
@@ -97,9 +100,7 @@ def _intervals(rt: Runtime, intervals: Mapping[str, float | None] | None,
     problems: list[str] = []
     cfg = rt.config
     merged: dict[str, float | None] = {
-        "enrich": cfg.enrich_interval, "evict": cfg.evict_interval,
-        "consolidate": cfg.consolidate_interval, "review": cfg.review_interval,
-        "reevaluate": cfg.reevaluation_interval}
+        job: getattr(cfg, key) for job, key in _INTERVAL_KEYS.items()}
     for job, value in (intervals or {}).items():
         if job not in JOBS:
             problems.append(f"unknown job {shown(job)} (jobs: {', '.join(JOBS)})")
