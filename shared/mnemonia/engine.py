@@ -35,7 +35,7 @@ from mnemonia.embeddings import as_embedder, as_reranker
 from mnemonia.errors import InvalidInputError
 from mnemonia.maintenance.scheduler import Scheduler
 from mnemonia.models import Event, Memory, RecallResult, Relation
-from mnemonia.runtime import Runtime, Summariser
+from mnemonia.runtime import Runtime, Summariser, store_folder
 from mnemonia.scoring import sm2
 from mnemonia.store.repository import SideStore
 from mnemonia.store.vector import VectorIndex
@@ -122,7 +122,7 @@ class MemoryEngine:
     def shared(cls, path: str | os.PathLike[str] | None = None, **options: Any) -> MemoryEngine:
         """This process's one engine for the embedded store at ``path`` (default ``./memory``),
         opened on first use with ``options`` (of :meth:`open`); adapters share it."""
-        folder = Path(path if path is not None else "./memory").expanduser().resolve()
+        folder = store_folder(path)
         with _SHARED_LOCK:
             engine = _SHARED.get(folder)
             if engine is None or engine.closed:

@@ -28,7 +28,7 @@ from mnemonia.errors import InvalidInputError, StoreError, shown
 from mnemonia.store.repository import Connection, SideStore
 from mnemonia.store.vector import VectorIndex
 
-__all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "store_folders"]
+__all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "store_folder", "store_folders"]
 
 Summariser = Callable[[list[str]], str]
 """``texts -> text``: writes a concept's text in consolidation (e.g. an LLM)."""
@@ -91,12 +91,22 @@ def store_folders(path: Any, chroma_url: str | None, sql_url: str | None
     return folder, sql_url
 
 
-def _make_folder(path: Any) -> Path:
-    """The embedded store folder of ``path`` (default ``./memory``), made if missing."""
+def _check_path(path: Any) -> None:
     if path is not None and not isinstance(path, str | os.PathLike):
         raise InvalidInputError(f"path={shown(path)}: must be a folder path (str or Path)")
+
+
+def store_folder(path: Any) -> Path:
+    """The absolute embedded store folder of ``path`` (default ``./memory``)."""
+    _check_path(path)
+    return Path(path if path is not None else "./memory").expanduser().resolve()
+
+
+def _make_folder(path: Any) -> Path:
+    """The embedded store folder of ``path`` (default ``./memory``), made if missing."""
+    _check_path(path)
     try:
-        folder = Path(path if path is not None else "./memory").expanduser().resolve()
+        folder = store_folder(path)
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError as e:
         raise InvalidInputError(f"path={str(path)!r} is a file, not a folder; an embedded "
