@@ -206,3 +206,16 @@ def test_state_fields_are_validated(fields: dict[str, object]) -> None:
 def test_bad_utility_is_rejected(bad: object) -> None:
     with pytest.raises(InvalidInputError):
         sm2.update_utility(bad, 4)  # type: ignore[arg-type]
+
+
+def test_interval_is_capped_when_reviews_come_faster_than_scheduled() -> None:
+    # feedback every day multiplies the interval by the easiness each time; uncapped, the
+    # next review overflowed the calendar after some 180 reviews
+    from datetime import UTC, datetime, timedelta
+
+    state = sm2.SM2State()
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for _ in range(400):
+        state, _ = sm2.review(state, 5, now)
+        now += timedelta(days=1)
+    assert state.interval_days == sm2.MAX_INTERVAL_DAYS

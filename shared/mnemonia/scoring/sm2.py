@@ -35,6 +35,7 @@ __all__ = [
     "FAILED_INTERVAL_DAYS",
     "FIRST_INTERVAL_DAYS",
     "MAX_EASINESS",
+    "MAX_INTERVAL_DAYS",
     "MAX_QUALITY",
     "MIN_EASINESS",
     "MIN_QUALITY",
@@ -63,6 +64,9 @@ PASSING_QUALITY = 3
 FIRST_INTERVAL_DAYS = 1
 SECOND_INTERVAL_DAYS = 6
 FAILED_INTERVAL_DAYS = 1
+MAX_INTERVAL_DAYS = 36500
+"""Longest interval (100 years): reviews given more often than scheduled multiply the interval
+by the easiness each time, and an uncapped interval overflows the calendar."""
 PRIORITY_HORIZON_DAYS = 30.0
 REPETITIONS_SATURATION = 10.0
 UTILITY_GAIN = 0.05
@@ -147,7 +151,8 @@ def review(state: SM2State, quality: int, now: datetime) -> tuple[SM2State, Revi
     ``easiness' = clamp(e + 0.1 - (5-q)*(0.08 + (5-q)*0.02), 1.3, 2.5)``. A failed review
     (q < 3) resets repetitions to 0 with a 1-day interval. A success increments repetitions;
     the interval is 1 day on the first success, 6 on the second, then
-    ``round(previous_interval * easiness')`` (Python's ``round``; at least 1 day).
+    ``round(previous_interval * easiness')`` (Python's ``round``; at least 1 day, at most
+    ``MAX_INTERVAL_DAYS``).
 
     Args:
         state: The current schedule (not modified).
@@ -174,7 +179,7 @@ def review(state: SM2State, quality: int, now: datetime) -> tuple[SM2State, Revi
         elif repetitions == 2:
             interval = SECOND_INTERVAL_DAYS
         else:
-            interval = max(1, round(state.interval_days * easiness))
+            interval = min(MAX_INTERVAL_DAYS, max(1, round(state.interval_days * easiness)))
     after = SM2State(
         easiness=easiness,
         interval_days=interval,
