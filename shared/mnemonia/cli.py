@@ -151,10 +151,13 @@ def restore(memory_id: str, path: PathOpt = Path("memory"),
 @app.command()
 @user_errors()
 def feedback(memory_id: str, quality: int, path: PathOpt = Path("memory"),
-             tenant: TenantOpt = "default") -> None:
-    """Review a memory with QUALITY 0..5 (SM-2)."""
+             tenant: TenantOpt = "default",
+             query: Annotated[str | None, typer.Option(
+                 help="the question the memory answered (4-5: recall lifts it for similar "
+                      "questions)")] = None) -> None:
+    """Review a memory with QUALITY 0..5 (SM-2); 4-5 count as a use, 0-2 as a failed one."""
     with _open(path) as engine:
-        mem = engine.feedback(memory_id, quality, tenant=tenant)
+        mem = engine.feedback(memory_id, quality, tenant=tenant, query=query)
     console.print(f"next review in {mem.sm2.interval_days} day(s); utility {mem.utility:.2f}")
 
 

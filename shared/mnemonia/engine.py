@@ -309,10 +309,14 @@ class MemoryEngine:
         """Async :meth:`recall` (runs the blocking model and store calls off the loop)."""
         return await asyncio.to_thread(self.recall, query, **kwargs)
 
-    def feedback(self, memory_id: str, quality: int, *, tenant: str) -> Memory:
-        """One SM-2 review with ``quality`` 0..5 plus the utility update."""
+    def feedback(self, memory_id: str, quality: int, *, tenant: str,
+                 query: str | None = None) -> Memory:
+        """One SM-2 review with ``quality`` 0..5 plus the utility update; 4-5 count as a use
+        (for the query ``query``, else the last recall here that returned the memory)."""
         tenant = check.tenant(tenant)
-        return lifecycle.feedback(self._rt, tenant, memory_id, sm2.validate_quality(quality))
+        query = None if query is None else check.text(query, "query")
+        return lifecycle.feedback(self._rt, tenant, memory_id, sm2.validate_quality(quality),
+                                  query)
 
     def relate(self, src: str, dst: str, rel_type: str, *, tenant: str,
                strength: float = 1.0) -> Relation:
@@ -402,8 +406,9 @@ class MemoryEngine:
         """The tenant's top enriched memories by priority, rendered as text."""
         return maintenance.snapshot(self._rt, tenant=check.tenant(tenant), limit=limit)
 
-    def report_use(self, reply: str, recalled_ids: Sequence[str], *, tenant: str
-                   ) -> builtins.list[str]:
-        """Tell the engine which recalled memories a reply used (echoed); returns their ids."""
+    def report_use(self, reply: str, recalled_ids: Sequence[str] | RecallResult | None = None,
+                   *, tenant: str) -> builtins.list[str]:
+        """Tell the engine which recalled memories (ids, a RecallResult, or ``None``: the last
+        recall here in the tenant) a reply used (echoed); returns their ids."""
         return maintenance.report_use(self._rt, reply, recalled_ids,
                                       tenant=check.tenant(tenant))

@@ -37,9 +37,16 @@ def review_update(state: sm2.SM2State, utility: float, quality: int, now: dateti
     return new_state, new_utility, values
 
 
-def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int) -> Memory:
-    """One SM-2 review with a checked ``quality`` 0..5 plus the utility update."""
+def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
+             query: str | None = None) -> Memory:
+    """One SM-2 review with a checked ``quality`` 0..5 plus the utility update.
+
+    The event keeps the query the memory answered: ``query``, else the last recall in this
+    process that returned it. With quality 4 or 5 that query becomes a use cue (recall seeds
+    the memory for similar queries); quality 0-2 counts as a failed use."""
+    check.memory_id(memory_id)
     now = rt.now()
+    cue = query if query is not None else rt.query_of(tenant, memory_id)
     with rt.writing() as conn:
         mem = rt.sql.memory(conn, tenant, memory_id)
         new_state, utility, values = review_update(mem.sm2, mem.utility, quality, now)
@@ -49,8 +56,11 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int) -> Memory:
                       "interval_days": mem.sm2.interval_days, "easiness": mem.sm2.easiness},
                      {"quality": quality, "utility": utility,
                       "interval_days": new_state.interval_days,
-                      "easiness": new_state.easiness})
-        return rt.sql.memory(conn, tenant, memory_id)
+                      "easiness": new_state.easiness,
+                      **({"query": cue} if cue else {})})
+        out = rt.sql.memory(conn, tenant, memory_id)
+    rt.forget_cues(tenant)
+    return out
 
 
 def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,

@@ -86,6 +86,7 @@ class Explanation:
     score: float
     links: tuple[Link, ...] = ()
     rerank: float | None = None  # the cross-encoder's logit, when a reranker ran
+    uses: int = 0  # reported uses and feedback 4-5 (the lifecycle mode's prior)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -106,6 +107,8 @@ class Explanation:
         parts.append(f"act={self.activation:.2f}")
         parts.append(f"R={self.retention:.2f}")
         parts.append(f"util={self.utility:.2f}")
+        if self.uses:
+            parts.append(f"uses={self.uses}")
         if self.rerank is not None:
             parts.append(f"rerank={self.rerank:.2f}")
         parts.append(f"score={self.score:.3f}")

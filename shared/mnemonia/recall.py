@@ -17,7 +17,7 @@ from mnemonia import entities as ent
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.maintenance.ranking import priority_of, weights
 from mnemonia.models import Explanation, Hit, Link, RecallResult
-from mnemonia.runtime import EntityIndex, Runtime
+from mnemonia.runtime import CueIndex, EntityIndex, Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
@@ -55,7 +55,7 @@ class RecallRequest:
     entity: str | None
     episode_k: int
     mode: str
-    weights: modes_mod.ModeWeights
+    weights: modes_mod.Mode
     floor: float
     touch: bool
     user_id: str | None
@@ -85,6 +85,8 @@ class Candidates:
     seeds: dict[str, float] = field(default_factory=dict)
     activations: dict[str, act.Activation] = field(default_factory=dict)
     logits: dict[str, float] = field(default_factory=dict)  # the reranker's, when one ran
+    cues: CueIndex | None = None  # the tenant's use cues and use counts
+    cue_sims: dict[str, float] = field(default_factory=dict)  # best cue cosine per memory
 
 
 def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
@@ -183,6 +185,9 @@ def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec:
     kw_score = act.keyword_scorer(qtok)
     _fuse(rt, c, kw_score, req.floor)
     # 3. entities (only boosts that could reach the top k are worth reading)
+    if isinstance(req.weights, modes_mod.LifecyclePrior):  # use counts and cue matches
+        c.cues = cue_index(rt, conn, req.tenant)
+        _cue_matches(qvec, c)
     _entity_seeds(rt, conn, col, req, qvec, qtok, kw_score, c, _spread_bound(rt, c, req))
     # 4. spreading: only the spread_frontier most activated memories spread per hop, each
     # along its EDGES_PER_SOURCE strongest relations, and only where the spread value
@@ -327,24 +332,73 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
             c.info[i].entity = name
 
 
+# -- 3b. use cues -----------------------------------------------------------------------------
+CUE_EVENTS = ("feedback", "used")
+"""Events that count as use (``used``; ``feedback`` 4-5) or failed use (``feedback`` 0-2)."""
+
+
+def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
+    """The tenant's use cues (the queries its memories were used for, embedded) and use
+    counts, cached until the next use is recorded."""
+    idx = rt.cue_indexes.get(tenant)
+    if idx is not None:
+        return idx
+    ids: list[str] = []
+    queries: list[str] = []
+    uses: dict[str, int] = {}
+    fails: dict[str, int] = {}
+    for mid, event, after in rt.sql.use_events(conn, tenant, CUE_EVENTS):
+        quality = after.get("quality")
+        if event == "feedback" and isinstance(quality, int) and quality <= 2:
+            fails[mid] = fails.get(mid, 0) + 1
+            continue
+        if event == "feedback" and not (isinstance(quality, int) and quality >= 4):
+            continue
+        uses[mid] = uses.get(mid, 0) + 1
+        query = after.get("query")
+        if isinstance(query, str) and query.strip():
+            ids.append(mid)
+            queries.append(query)
+    new = [q for q in dict.fromkeys(queries) if q not in rt.cue_vectors]
+    if new:
+        rt.cue_vectors.update(zip(new, (query_vector(rt, q) for q in new), strict=True))
+    matrix = np.stack([rt.cue_vectors[q] for q in queries]) if queries else None
+    idx = CueIndex(ids=ids, queries=queries, matrix=matrix, uses=uses, fails=fails)
+    rt.cue_indexes[tenant] = idx
+    return idx
+
+
+def _cue_matches(qvec: np.ndarray, c: Candidates) -> None:
+    """Step 3b (lifecycle mode): each used memory's best cue cosine with this query."""
+    idx = c.cues
+    if idx is None or idx.matrix is None:
+        return
+    sims = idx.matrix @ qvec
+    for mid, sim in zip(idx.ids, sims.tolist(), strict=True):
+        if sim > c.cue_sims.get(mid, -1.0):
+            c.cue_sims[mid] = sim
+
+
 # -- 4. spreading -----------------------------------------------------------------------------
 def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
     """The least spread activation that can still change what ``recall`` returns.
 
     Below the floor a memory is dropped anyway. And since spreading only raises
     activations, the k-th best seed score is a floor for the k-th best final score; a
-    memory whose activation ``a`` gives at most ``w_sim*a + (1 - w_sim)`` cannot beat it,
-    so activations under ``(kth - (1 - w_sim)) / w_sim`` need not be spread at all.
+    memory whose activation ``a`` gives at most ``w_sim*a + (1 - w_sim)`` (the lifecycle
+    mode: ``a*ceiling + tie``) cannot beat it, so activations under the mode's
+    ``least_activation(kth)`` need not be spread at all.
     """
     weights, k = req.weights, req.k
-    if req.entity is not None or weights.sim <= 0:
+    if req.entity is not None or (isinstance(weights, modes_mod.ModeWeights)
+                                  and weights.sim <= 0):
         return req.floor
-    scores = sorted((final_score(rt, c.rows[m], a, weights, req.now)
+    scores = sorted((final_score(rt, c.rows[m], a, weights, req.now, c)
                      for m, a in c.seeds.items()
                      if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
     if len(scores) < k:
         return req.floor
-    return max(req.floor, (scores[k - 1] - (1.0 - weights.sim)) / weights.sim)
+    return max(req.floor, weights.least_activation(scores[k - 1]))
 
 
 class _Spreader:
@@ -415,10 +469,31 @@ def retention_of(rt: Runtime, r: Any, now: datetime) -> float:
                          half_life=rt.config.retention_half_life)
 
 
-def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.ModeWeights,
-                now: datetime) -> float:
-    """The mode's final score of one memory row at ``activation``."""
-    if weights.conf == 0.0 and weights.rec == 0.0 and weights.util == 0.0:
+def practice_of(r: Any, now: datetime, half_hours: float) -> float:
+    """The ACT-R strength of a memory row's accesses (0 when never accessed)."""
+    if not r.access_count:
+        return 0.0
+    nowts = to_ts(now)
+    return modes_mod.practice_strength(
+        access_count=int(r.access_count), hours_since_access=(nowts - r.accessed_at) / 3600.0,
+        lifetime_hours=(nowts - r.created_at) / 3600.0, half_hours=half_hours)
+
+
+def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.Mode,
+                now: datetime, c: Candidates | None = None) -> float:
+    """The mode's final score of one memory row at ``activation`` (``c``: the recall's use
+    counts and cue matches, for the lifecycle mode)."""
+    if isinstance(weights, modes_mod.LifecyclePrior):
+        practice = practice_of(r, now, weights.practice_half_hours) \
+            if weights.practice_gain > 0 else 0.0
+        cues = c.cues if c is not None else None
+        if cues is None:
+            return weights.score(activation=min(1.0, activation), importance=r.importance,
+                                 practice=practice)
+        return weights.score(activation=min(1.0, activation), importance=r.importance,
+                             uses=cues.uses.get(r.id, 0), fails=cues.fails.get(r.id, 0),
+                             cue=c.cue_sims.get(r.id, 0.0) if c else 0.0, practice=practice)
+    if weights.is_relevance:
         return weights.sim * min(1.0, activation)  # relevance: nothing else to read
     R = retention_of(rt, r, now) if weights.rec > 0.0 else 0.0
     return modes_mod.final_score(activation=min(1.0, activation), importance=r.importance,
@@ -434,7 +509,8 @@ def _ranked(rt: Runtime, req: RecallRequest, c: Candidates
     for mid, a in c.activations.items():
         if a.value < req.floor or mid not in rows:
             continue
-        prelim.append((final_score(rt, rows[mid], a.value, req.weights, req.now), mid, a))
+        prelim.append((final_score(rt, rows[mid], a.value, req.weights, req.now, c),
+                       mid, a))
     prelim.sort(key=lambda t: (-t[0], t[1]))
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
@@ -463,7 +539,7 @@ def _rerank(rt: Runtime, req: RecallRequest, c: Candidates,
 
 def _explanation(rt: Runtime, req: RecallRequest, r: Any, a: act.Activation | None,
                  meta: SeedInfo | None, score: float, links: tuple[Link, ...],
-                 logit: float | None = None) -> Explanation:
+                 logit: float | None = None, uses: int = 0) -> Explanation:
     return Explanation(
         cosine=meta.cosine if meta else None, keyword=meta.keyword if meta else None,
         seed=a.seed if a is not None and a.seed > 0 else None,
@@ -471,7 +547,7 @@ def _explanation(rt: Runtime, req: RecallRequest, r: Any, a: act.Activation | No
         entity=meta.entity if meta else req.entity if a is None else None,
         activation=a.value if a is not None else 1.0, importance=r.importance,
         retention=retention_of(rt, r, req.now), utility=r.utility, mode=req.mode, score=score,
-        links=links, rerank=logit)
+        links=links, rerank=logit, uses=uses)
 
 
 def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
@@ -493,7 +569,8 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
                                           ("superseded_by", (r.superseded_by,)
                                            if r.superseded_by else ()))
                       for o in group)
-        exp = _explanation(rt, req, r, a, c.info.get(mid), score, named, c.logits.get(mid))
+        exp = _explanation(rt, req, r, a, c.info.get(mid), score, named, c.logits.get(mid),
+                           c.cues.uses.get(mid, 0) if c.cues is not None else 0)
         hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
                         contradictions=contra, supersedes=sup, superseded_by=r.superseded_by))
     return hits
@@ -550,6 +627,8 @@ def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
 # -- 7. side effects --------------------------------------------------------------------------
 def _touch(rt: Runtime, req: RecallRequest, hits: list[Hit]) -> None:
     cfg = rt.config
+    if req.query:
+        rt.note_queries(req.tenant, [h.memory.id for h in hits], req.query)
     with rt.writing() as conn:
         rt.sql.record_access(conn, req.tenant, [(h.memory.id, h.score) for h in hits],
                              k=req.k, user_id=req.user_id, at=to_ts(req.now),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,22 @@ class EntityIndex:
     active: int | None = None  # active memories of the tenant, read once (recall's IDF)
     # first 3+ character word of a name -> (name, all its 3+ character words), built once
     by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
+
+
+@dataclass
+class CueIndex:
+    """Per-tenant use cues: the queries memories were used for (with their vectors), and how
+    often each memory was used or failed; kept in memory, rebuilt after a use is recorded."""
+
+    ids: list[str]
+    queries: list[str]
+    matrix: np.ndarray | None
+    uses: dict[str, int]
+    fails: dict[str, int]
+
+
+RECENT_QUERIES = 4096
+"""Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
 
 
 class StoreLock:
@@ -147,6 +164,11 @@ class Runtime:
         self.entity_indexes: dict[str, EntityIndex] = {}
         # Label vectors outlive the entity indexes (which every add drops).
         self.label_vectors: dict[str, np.ndarray] = {}
+        self.cue_indexes: dict[str, CueIndex] = {}
+        self.cue_vectors: dict[str, np.ndarray] = {}
+        # tenant -> memory id -> the query of the last recall (with touches) that returned it
+        self.recent_queries: dict[str, OrderedDict[str, str]] = {}
+        self.last_recall: dict[str, list[str]] = {}  # tenant -> ids of its last recall
         self.known_tenants: set[str] = set()
         self.closed = False
         self._lock = threading.RLock()
@@ -241,8 +263,32 @@ class Runtime:
         return out
 
     def forget_entities(self, tenant: str) -> None:
-        """Drop the tenant's entity index (it is rebuilt on the next recall)."""
+        """Drop the tenant's entity and cue indexes (rebuilt on the next recall)."""
         self.entity_indexes.pop(tenant, None)
+        self.cue_indexes.pop(tenant, None)
+
+    def forget_cues(self, tenant: str) -> None:
+        """Drop the tenant's cue index (it is rebuilt on the next recall)."""
+        self.cue_indexes.pop(tenant, None)
+
+    def note_queries(self, tenant: str, ids: Sequence[str], query: str) -> None:
+        """Remember that ``query`` recalled ``ids`` (the cue of a use reported later)."""
+        self.last_recall[tenant] = list(ids)
+        recent = self.recent_queries.setdefault(tenant, OrderedDict())
+        for mid in ids:
+            recent[mid] = query
+            recent.move_to_end(mid)
+        while len(recent) > RECENT_QUERIES:
+            recent.popitem(last=False)
+
+    def last_recalled(self, tenant: str) -> list[str]:
+        """Ids of the tenant's last recall with touches in this process (none: ``[]``)."""
+        return list(self.last_recall.get(tenant, ()))
+
+    def query_of(self, tenant: str, memory_id: str) -> str | None:
+        """The query of the last recall in this process that returned the memory, if any."""
+        recent = self.recent_queries.get(tenant)
+        return recent.get(memory_id) if recent is not None else None
 
     def tenants(self) -> list[str]:
         with self.reading() as conn:

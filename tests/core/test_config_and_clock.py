@@ -21,7 +21,7 @@ def test_defaults_follow_the_design() -> None:
     # 5 and 8 leave them to the benchmark): fusion weight 0.45, no per-hop decay, relevance.
     assert (c.hybrid_keyword_weight, c.initial_threshold, c.spread_depth, c.spread_decay) == (
         0.45, 0.1, 2, 1.0)
-    assert (c.default_mode, c.keyword_dates, c.spread_frontier) == ("relevance", True, 20)
+    assert (c.default_mode, c.keyword_dates, c.spread_frontier) == ("lifecycle", True, 20)
     assert c.keyword_postings == 500
     assert (c.min_activation, c.default_k, c.episode_k, c.entity_fanout) == (0.15, 3, 5, 20)
 

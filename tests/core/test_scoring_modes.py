@@ -94,7 +94,8 @@ def test_rerank_blend() -> None:
 @PROPS
 @given(
     st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1),
-    st.sampled_from(sorted(modes.MODES)),
+    st.sampled_from(sorted(m for m, w in modes.MODES.items()
+                           if isinstance(w, modes.ModeWeights))),
 )
 def test_final_score_in_unit_interval_for_unit_inputs(
     a: float, imp: float, r: float, u: float, mode: str

@@ -20,7 +20,7 @@ from langchain_mnemonia._private.messages import (
     message_record,
     speaker_of,
 )
-from langchain_mnemonia._private.validation import check_tenant
+from langchain_mnemonia._private.validation import check_boolean, check_tenant
 
 __all__ = ["MnemoniaChatMessageHistory"]
 
@@ -69,6 +69,7 @@ class MnemoniaChatMessageHistory(BaseChatMessageHistory):
         topic: str | None = None,
         human_prefix: str = "Human",
         ai_prefix: str = "AI",
+        report_use: bool = True,
     ) -> None:
         """Open the history of one session.
 
@@ -80,6 +81,9 @@ class MnemoniaChatMessageHistory(BaseChatMessageHistory):
             topic: Optional topic of the stored messages.
             human_prefix: Speaker name for human messages without ``name``.
             ai_prefix: Speaker name for AI messages without ``name``.
+            report_use: Report each AI message to the engine as the reply to the tenant's
+                last recall (``engine.report_use``), so the memories it echoed count as used
+                and rank higher for similar questions.
         """
         if not isinstance(session_id, str) or not session_id or len(session_id) > 256:
             raise InvalidInputError(f"session_id={session_id!r}: must be a 1-256 char string")
@@ -93,6 +97,7 @@ class MnemoniaChatMessageHistory(BaseChatMessageHistory):
         self.topic = topic
         self.human_prefix = human_prefix
         self.ai_prefix = ai_prefix
+        self.report_use = check_boolean(report_use, "report_use")
 
     def __repr__(self) -> str:
         return (f"MnemoniaChatMessageHistory(tenant={self.tenant!r}, "
@@ -136,11 +141,21 @@ class MnemoniaChatMessageHistory(BaseChatMessageHistory):
         items = self._items(messages)
         if items:
             self.engine.add_many(items, tenant=self.tenant)
+            self._report(messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         items = self._items(messages)
         if items:
             await self.engine.aadd_many(items, tenant=self.tenant)
+            await asyncio.to_thread(self._report, messages)
+
+    def _report(self, messages: Sequence[BaseMessage]) -> None:
+        """AI replies are reported as the answer to the tenant's last recall."""
+        if not self.report_use:
+            return
+        for message in messages:
+            if message.type == "ai" and message.text.strip():
+                self.engine.report_use(message.text, None, tenant=self.tenant)
 
     def clear(self) -> None:
         """Empty this session's history; its episodes stay recallable long-term memories."""

@@ -13,6 +13,7 @@ from mnemonia.clock import from_ts, to_ts
 from mnemonia.errors import InvalidInputError, shown
 from mnemonia.lifecycle import review_update
 from mnemonia.maintenance.reports import ReviewReport
+from mnemonia.models import RecallResult
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import reevaluation as reeval
@@ -187,28 +188,34 @@ def echoes(reply: str, memory_text: str) -> float:
     return len(words & content_words(reply)) / len(words)
 
 
-def _check_use(reply: Any, recalled_ids: Any) -> list[str]:
+def _check_use(rt: Runtime, tenant: str, reply: Any, recalled_ids: Any) -> list[str]:
     if not isinstance(reply, str):
         raise InvalidInputError(f"reply must be a string, got {type(reply).__name__}")
+    if recalled_ids is None:
+        return rt.last_recalled(tenant)
+    if isinstance(recalled_ids, RecallResult):
+        return recalled_ids.ids
     if isinstance(recalled_ids, str) or not isinstance(recalled_ids, Sequence | set | frozenset):
         raise InvalidInputError(
-            f"recalled_ids={shown(recalled_ids)}: must be a list of memory ids, e.g. result.ids")
+            f"recalled_ids={shown(recalled_ids)}: must be a list of memory ids, a RecallResult "
+            "or None (the last recall)")
     ids = list(recalled_ids)
     for mid in ids:
         memory_id(mid, "recalled id")
     return list(dict.fromkeys(ids))
 
 
-def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str], *,
-               tenant: str) -> list[str]:
+def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResult | None,
+               *, tenant: str) -> list[str]:
     """Record which recalled memories a reply used: those whose content the reply echoes
     (at least half of the memory's content words, and two of them when it has two or more).
 
-    Writes one ``used`` event per used memory; the review worker then takes quality 5 for it.
+    Writes one ``used`` event per used memory (with the query of the last recall in this
+    process that returned it: a use cue for recall); the review worker then takes quality 5.
     Ids no longer in the tenant (forgotten meanwhile) are ignored. Returns the used ids.
     """
     rt.check_open()
-    ids = _check_use(reply, recalled_ids)
+    ids = _check_use(rt, tenant, reply, recalled_ids)
     reply_words = content_words(reply)
     nowts = to_ts(rt.now())
     used: list[str] = []
@@ -224,10 +231,13 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str], *,
         share = len(shared) / len(words)
         if share >= ECHO_MIN_SHARE and len(shared) >= min(2, len(words)):
             used.append(mid)
+            cue = rt.query_of(tenant, mid)
             events.append(rt.sql.event_row(tenant, mid, "used", nowts, None,
                                            {"quality": REACTIVE_USE_QUALITY,
-                                            "overlap": round(share, 3)}))
+                                            "overlap": round(share, 3),
+                                            **({"query": cue} if cue else {})}))
     if events:
         with rt.writing() as conn:
             rt.sql.insert_events(conn, events)
+        rt.forget_cues(tenant)
     return used

@@ -1,8 +1,14 @@
 """Recall modes: how similarity, confidence, recency and utility weigh in the final score.
 
-``score = w_sim*activation + w_conf*importance + w_rec*retention + w_util*utility`` with the
-mode's weights, normalised to sum 1. An optional cross-encoder rerank blends
-``0.4*score + 0.6*sigmoid(logit)``.
+The seed modes blend: ``score = w_sim*activation + w_conf*importance + w_rec*retention +
+w_util*utility`` with the mode's weights, normalised to sum 1 (:class:`ModeWeights`).
+
+The ``lifecycle`` mode (:class:`LifecyclePrior`) multiplies relevance by a bounded prior the
+use shapes: ``score = activation * prior(uses, fails) + tie * importance``, the prior
+between ``1 - fail_loss`` and ``1 + use_gain + practice_gain``, so use raises a memory, a
+failed use lowers it, and time alone never takes a match's relevance away.
+
+An optional cross-encoder rerank blends ``0.4*score + 0.6*sigmoid(logit)``.
 """
 
 from __future__ import annotations
@@ -13,14 +19,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from mnemonia.errors import InvalidImportanceError, InvalidInputError, UnknownModeError, shown
-from mnemonia.scoring._common import check_weights, require_finite, require_unit
+from mnemonia.scoring._common import check_weights, require_finite, require_int, require_unit
 
 __all__ = [
     "MODES",
     "RERANK_SCORE_WEIGHT",
+    "LifecyclePrior",
+    "Mode",
     "ModeWeights",
     "final_score",
     "mode_weights",
+    "practice_strength",
     "rerank_blend",
     "sigmoid",
 ]
@@ -61,13 +70,149 @@ class ModeWeights:
         """Return ``(sim, conf, rec, util)``."""
         return (self.sim, self.conf, self.rec, self.util)
 
+    @property
+    def is_relevance(self) -> bool:
+        """Similarity alone (nothing else needs reading)."""
+        return self.conf == 0.0 and self.rec == 0.0 and self.util == 0.0
+
+    def least_activation(self, score: float) -> float:
+        """The least activation whose best possible score (every other term at 1) reaches
+        ``score``; ``-inf`` when similarity has no weight."""
+        if self.sim <= 0.0:
+            return -math.inf
+        return (score - (1.0 - self.sim)) / self.sim
+
+
+@dataclass(frozen=True, kw_only=True)
+class LifecyclePrior:
+    """Relevance times a bounded prior that use shapes (the ``lifecycle`` mode).
+
+    ``score = activation * prior + tie * importance`` with
+    ``prior = 1 + use_gain*(1 - exp(-uses/use_scale)) + cue_gain*clamp((cue - cue_threshold)
+    / (1 - cue_threshold), 0, 1) - fail_loss*(1 - exp(-fails/use_scale))
+    + practice_gain*practice``:
+
+    - ``uses``: how often the memory was reported used (``report_use``) or rated 4-5
+      (``feedback``); ``fails``: how often it was rated 0-2. Reviews the scheduler estimates
+      and plain recalls are not use: on LoCoMo in use they lifted whatever recall returned
+      often and cost recall (README).
+    - ``cue``: the cosine between this query and the most similar query the memory was used
+      for (a use cue): use counts most where the question is like the one it answered.
+    - ``practice`` in ``[0, 1)``: the ACT-R base-level strength of the memory's accesses
+      (:func:`practice_strength`), 0 for a memory never accessed; off by default
+      (``practice_gain=0``: measured, it lifts hubs).
+    - ``importance`` only breaks near-ties: it never multiplies a memory down to zero.
+
+    The prior lies in ``[1 - fail_loss, 1 + use_gain + cue_gain + practice_gain]``: a memory's
+    age alone changes nothing, and nothing it does costs more than ``fail_loss`` of its
+    relevance.
+
+    Raises:
+        InvalidInputError: A gain, loss or tie is negative or not finite, ``fail_loss`` is
+            1 or more, or ``use_scale`` / ``practice_half_hours`` is not positive; the message
+            lists every violation.
+    """
+
+    use_gain: float = 0.1
+    cue_gain: float = 1.0
+    cue_threshold: float = 0.7
+    fail_loss: float = 0.3
+    use_scale: float = 2.0
+    practice_gain: float = 0.0
+    practice_half_hours: float = 24.0
+    tie: float = 0.001
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("use_gain", "cue_gain", "fail_loss", "practice_gain", "tie"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                    or v < 0:
+                problems.append(f"{name}={shown(v)}: must be a finite number >= 0")
+        for name in ("use_scale", "practice_half_hours"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                    or v <= 0:
+                problems.append(f"{name}={shown(v)}: must be a finite number > 0")
+        t = self.cue_threshold
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t < 1:
+            problems.append(f"cue_threshold={shown(t)}: must be a number in [0, 1)")
+        if not problems and self.fail_loss >= 1:
+            problems.append(f"fail_loss={shown(self.fail_loss)}: must be below 1")
+        if problems:
+            raise InvalidInputError("; ".join(problems))
+
+    @property
+    def is_relevance(self) -> bool:
+        return False
+
+    @property
+    def ceiling(self) -> float:
+        """The largest prior."""
+        return 1.0 + self.use_gain + self.cue_gain + self.practice_gain
+
+    def prior(self, *, uses: int = 0, fails: int = 0, cue: float = 0.0,
+              practice: float = 0.0) -> float:
+        """The multiplier of relevance after ``uses`` and ``fails`` (counts >= 0), with the
+        best use-cue cosine ``cue`` in [-1, 1] and ``practice`` in [0, 1]."""
+        n_use = require_int(uses, "uses", minimum=0)
+        n_fail = require_int(fails, "fails", minimum=0)
+        c = require_finite(cue, "cue")
+        p = require_unit(practice, "practice")
+        t = self.cue_threshold
+        return (1.0 + self.use_gain * (1.0 - math.exp(-n_use / self.use_scale))
+                + self.cue_gain * min(1.0, max(0.0, (c - t) / (1.0 - t)))
+                - self.fail_loss * (1.0 - math.exp(-n_fail / self.use_scale))
+                + self.practice_gain * p)
+
+    def score(self, *, activation: float, importance: float, uses: int = 0, fails: int = 0,
+              cue: float = 0.0, practice: float = 0.0) -> float:
+        """``activation * prior + tie * importance``."""
+        a = require_finite(activation, "activation")
+        imp = require_unit(importance, "importance", InvalidImportanceError)
+        return a * self.prior(uses=uses, fails=fails, cue=cue, practice=practice) \
+            + self.tie * imp
+
+    def least_activation(self, score: float) -> float:
+        """The least activation whose best possible score reaches ``score``."""
+        return (score - self.tie) / self.ceiling
+
+
+def practice_strength(*, access_count: int, hours_since_access: float, lifetime_hours: float,
+                      half_hours: float = 24.0, decay: float = 0.5) -> float:
+    """ACT-R base-level strength of a memory's accesses, squashed into ``[0, 1)``.
+
+    ``B = sum_j t_j^-d`` over the accesses (hours ago, at least 1), with Petrov's
+    approximation from what a memory row keeps (count, last access, lifetime):
+    ``t_last^-d + (n-1) * (L^(1-d) - t_last^(1-d)) / ((1-d) * (L - t_last))``. Returned as
+    ``B / (B + half^-d)``: one access ``half_hours`` ago gives 0.5; none gives 0.
+    """
+    n = int(access_count)
+    if n <= 0:
+        return 0.0
+    t_last = max(1.0, float(hours_since_access))
+    life = max(t_last, float(lifetime_hours))
+    total: float = t_last ** -decay
+    if n > 1 and life > t_last:
+        total += (n - 1) * (life ** (1 - decay) - t_last ** (1 - decay)) / (
+            (1 - decay) * (life - t_last))
+    elif n > 1:
+        total += (n - 1) * t_last ** -decay
+    ref: float = max(1.0, half_hours) ** -decay
+    return total / (total + ref)
+
+
+Mode = ModeWeights | LifecyclePrior
+"""What a recall mode is: a seed blend or the lifecycle prior."""
+
 
 def _mode(sim: float, conf: float, rec: float, util: float) -> ModeWeights:
     return ModeWeights(sim=sim, conf=conf, rec=rec, util=util)
 
 
-MODES: Mapping[str, ModeWeights] = MappingProxyType(
+MODES: Mapping[str, Mode] = MappingProxyType(
     {
+        "lifecycle": LifecyclePrior(),
         "agent_memory": _mode(0.35, 0.20, 0.25, 0.20),
         "general": _mode(0.40, 0.30, 0.20, 0.10),
         "belief": _mode(0.30, 0.45, 0.20, 0.05),
@@ -78,7 +223,7 @@ MODES: Mapping[str, ModeWeights] = MappingProxyType(
 """Built-in recall modes (read-only)."""
 
 
-def mode_weights(name: str, extra: Mapping[str, ModeWeights] | None = None) -> ModeWeights:
+def mode_weights(name: str, extra: Mapping[str, Mode] | None = None) -> Mode:
     """Return the weights of a recall mode.
 
     Args:
@@ -91,9 +236,10 @@ def mode_weights(name: str, extra: Mapping[str, ModeWeights] | None = None) -> M
     """
     if extra is not None and name in extra:
         weights = extra[name]
-        if not isinstance(weights, ModeWeights):
+        if not isinstance(weights, ModeWeights | LifecyclePrior):
             raise InvalidInputError(
-                f"mode {shown(name)} must map to ModeWeights, got {shown(weights)}")
+                f"mode {shown(name)} must map to ModeWeights or LifecyclePrior, "
+                f"got {shown(weights)}")
         return weights
     if isinstance(name, str) and name in MODES:
         return MODES[name]

@@ -830,6 +830,14 @@ class SideStore:
                       after={"rank": r.rank, "k": r.k, "score": r.score, "user_id": r.user_id})
                 for r in rows]
 
+    def use_events(self, conn: Connection, tenant: str, kinds: Sequence[str]
+                   ) -> list[tuple[str, str, dict[str, Any]]]:
+        """``(memory_id, event, after)`` of a tenant's events of ``kinds``, oldest first."""
+        e = memory_events.c
+        rows = conn.execute(sa.select(e.memory_id, e.event, e.after).where(
+            e.tenant == tenant, e.event.in_(list(kinds))).order_by(e.id)).fetchall()
+        return [(r[0], r[1], json.loads(r[2]) if r[2] else {}) for r in rows]
+
     def events_since(self, conn: Connection, tenant: str, ids: Sequence[str], event: str
                      ) -> list[tuple[str, float]]:
         """``(memory_id, at)`` of every ``event`` of ``ids``."""

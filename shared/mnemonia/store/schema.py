@@ -260,6 +260,12 @@ def _create_leases(conn: Connection) -> None:
     metadata.create_all(conn, tables=[maintenance_leases])
 
 
+def _event_kind_index(conn: Connection) -> None:
+    """Use events (the cues recall reads) by tenant and kind, without a scan of the trail."""
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_memory_events_kind "
+                         "ON memory_events (tenant, event)")
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -269,4 +275,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (5, "vectors in the side-store", _create_vectors),
     (6, "keyword document frequencies kept on write", _keyword_df),
     (7, "maintenance leases", _create_leases),
+    (8, "memory events by tenant and kind", _event_kind_index),
 ]
