@@ -398,7 +398,19 @@ def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
                      if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
     if len(scores) < k:
         return req.floor
+    if isinstance(weights, modes_mod.LifecyclePrior):
+        return max(req.floor, weights.least_activation(scores[k - 1], _ceiling(weights, c)))
     return max(req.floor, weights.least_activation(scores[k - 1]))
+
+
+def _ceiling(weights: modes_mod.LifecyclePrior, c: Candidates) -> float:
+    """The largest prior of this recall: 1 where nothing was used (the bound is then as
+    tight as relevance's), else the best used memory's prior for this query."""
+    cues = c.cues
+    if cues is None or not cues.uses:
+        return 1.0 + weights.practice_gain
+    return max(weights.prior(uses=n, cue=c.cue_sims.get(mid, 0.0), practice=1.0)
+               for mid, n in cues.uses.items())
 
 
 class _Spreader:

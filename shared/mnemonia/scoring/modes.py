@@ -173,9 +173,10 @@ class LifecyclePrior:
         return a * self.prior(uses=uses, fails=fails, cue=cue, practice=practice) \
             + self.tie * imp
 
-    def least_activation(self, score: float) -> float:
-        """The least activation whose best possible score reaches ``score``."""
-        return (score - self.tie) / self.ceiling
+    def least_activation(self, score: float, ceiling: float | None = None) -> float:
+        """The least activation whose best possible score reaches ``score``, with the
+        largest prior any memory can have (``ceiling``, default :attr:`ceiling`)."""
+        return (score - self.tie) / (self.ceiling if ceiling is None else ceiling)
 
 
 def practice_strength(*, access_count: int, hours_since_access: float, lifetime_hours: float,
