@@ -128,7 +128,7 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
             rt.vectors.delete(col, [memory_id])
         with rt.sql.begin() as conn:
             rt.sql.purge(conn, tenant, [memory_id])
-            rt.forget_entities(tenant)
+            rt.forget_indexes(tenant)
             rt.sql.clear_references(conn, memory_id)
 
 

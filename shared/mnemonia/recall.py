@@ -187,7 +187,7 @@ def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec:
     # 3. entities (only boosts that could reach the top k are worth reading)
     if isinstance(req.weights, modes_mod.LifecyclePrior):  # use counts and cue matches
         c.cues = cue_index(rt, conn, req.tenant)
-        _cue_matches(qvec, c)
+        _cue_matches(req.weights, qvec, c)
     _entity_seeds(rt, conn, col, req, qvec, qtok, kw_score, c, _spread_bound(rt, c, req))
     # 4. spreading: only the spread_frontier most activated memories spread per hop, each
     # along its EDGES_PER_SOURCE strongest relations, and only where the spread value
@@ -368,13 +368,15 @@ def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
     return idx
 
 
-def _cue_matches(qvec: np.ndarray, c: Candidates) -> None:
-    """Step 3b (lifecycle mode): each used memory's best cue cosine with this query."""
+def _cue_matches(weights: modes_mod.LifecyclePrior, qvec: np.ndarray, c: Candidates) -> None:
+    """Step 3b (lifecycle mode): the best cue cosine with this query of each used memory
+    that has a cue over ``cue_threshold`` (a lower one does not move its prior)."""
     idx = c.cues
     if idx is None or idx.matrix is None:
         return
     sims = idx.matrix @ qvec
-    for mid, sim in zip(idx.ids, sims.tolist(), strict=True):
+    for j in np.nonzero(sims > weights.cue_threshold)[0].tolist():
+        mid, sim = idx.ids[j], float(sims[j])
         if sim > c.cue_sims.get(mid, -1.0):
             c.cue_sims[mid] = sim
 

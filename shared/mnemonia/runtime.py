@@ -263,9 +263,14 @@ class Runtime:
         return out
 
     def forget_entities(self, tenant: str) -> None:
-        """Drop the tenant's entity and cue indexes (rebuilt on the next recall)."""
+        """Drop the tenant's entity index (it is rebuilt on the next recall)."""
         self.entity_indexes.pop(tenant, None)
-        self.cue_indexes.pop(tenant, None)
+
+    def forget_indexes(self, tenant: str) -> None:
+        """Drop the tenant's entity and cue indexes: its memories and events changed
+        wholesale (an import, a repair, a purge)."""
+        self.forget_entities(tenant)
+        self.forget_cues(tenant)
 
     def forget_cues(self, tenant: str) -> None:
         """Drop the tenant's cue index (it is rebuilt on the next recall)."""

@@ -139,7 +139,7 @@ def repair(rt: Runtime) -> None:
                 rt.sql.mark_committed(conn, finish)
             rt.sql.purge(conn, tenant, undo + deleting)
             if undo + deleting:
-                rt.forget_entities(tenant)
+                rt.forget_indexes(tenant)
         log.info("repaired tenant %s: %d finished, %d undone, %d deletions completed",
                  tenant, len(finish), len(undo), len(deleting))
 
@@ -388,7 +388,7 @@ def _repair_tenant(rt: Runtime, f: _Findings, *, at_open: bool) -> TenantHealth:
     # a memory missing from both stores was embedded again and kept in both by _rebuild
     restored = _restore_side(rt, f.tenant, sorted(f.side_missing - f.missing))
     reindexed = _reindex(rt, f.tenant, sorted(f.keyword_off)) if f.keyword_off else 0
-    rt.forget_entities(f.tenant)
+    rt.forget_indexes(f.tenant)
     health = f.health(repaired=True, rebuilt=rebuilt, reembedded=reembedded,
                       orphans_removed=len(f.orphans), side_restored=restored,
                       keyword_reindexed=reindexed)
@@ -1383,7 +1383,7 @@ def _undo(rt: Runtime, status: str) -> int:
         rt.sql.kv_delete(conn, [k for k, _ in rt.sql.kv_items(conn, JOURNAL + status[2:])])
         unknown = [t for t in by_tenant if rt.sql.collection_row(conn, t) is None]
     for tenant in by_tenant:
-        rt.forget_entities(tenant)
+        rt.forget_indexes(tenant)
     for tenant in unknown:  # the import made this collection: nothing else is in it
         col = rt.vectors.collection(tenant, model=rt.embedder.name, dimension=0, create=False)
         if col is not None and rt.vectors.count(col) == 0:
@@ -1447,7 +1447,7 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
                 log.exception("undoing the import %s failed; the next open will", plan.iid)
             raise
         for tenant in plan.tenants:
-            rt.forget_entities(tenant)
+            rt.forget_indexes(tenant)
             rt.collection(tenant, create=True)  # a tenant without memories has one too
         if replaced:
             _sync_vectors(rt, replaced)
