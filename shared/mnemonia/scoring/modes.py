@@ -83,6 +83,15 @@ class ModeWeights:
         return (score - (1.0 - self.sim)) / self.sim
 
 
+_PRIOR_RANGES: Mapping[str, tuple[float, bool, float, bool]] = MappingProxyType({
+    # name: (low, low open, high, high open)
+    "use_gain": (0.0, False, math.inf, True), "cue_gain": (0.0, False, math.inf, True),
+    "cue_threshold": (0.0, False, 1.0, True), "fail_loss": (0.0, False, 1.0, True),
+    "use_scale": (0.0, True, math.inf, True), "practice_gain": (0.0, False, math.inf, True),
+    "practice_half_hours": (0.0, True, math.inf, True), "tie": (0.0, False, math.inf, True),
+})
+
+
 @dataclass(frozen=True, kw_only=True)
 class LifecyclePrior:
     """Relevance times a bounded prior that use shapes (the ``lifecycle`` mode).
@@ -108,9 +117,9 @@ class LifecyclePrior:
     relevance.
 
     Raises:
-        InvalidInputError: A gain, loss or tie is negative or not finite, ``fail_loss`` is
-            1 or more, or ``use_scale`` / ``practice_half_hours`` is not positive; the message
-            lists every violation.
+        InvalidInputError: A gain, loss or tie is negative or not finite, ``fail_loss`` or
+            ``cue_threshold`` is not in [0, 1), or ``use_scale`` / ``practice_half_hours`` is
+            not positive; the message lists every violation.
     """
 
     use_gain: float = 0.1
@@ -124,21 +133,14 @@ class LifecyclePrior:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("use_gain", "cue_gain", "fail_loss", "practice_gain", "tie"):
+        for name, (low, low_open, high, high_open) in _PRIOR_RANGES.items():
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                    or v < 0:
-                problems.append(f"{name}={shown(v)}: must be a finite number >= 0")
-        for name in ("use_scale", "practice_half_hours"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                    or v <= 0:
-                problems.append(f"{name}={shown(v)}: must be a finite number > 0")
-        t = self.cue_threshold
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t < 1:
-            problems.append(f"cue_threshold={shown(t)}: must be a number in [0, 1)")
-        if not problems and self.fail_loss >= 1:
-            problems.append(f"fail_loss={shown(self.fail_loss)}: must be below 1")
+            number = float(v) if isinstance(v, int | float) and not isinstance(v, bool) \
+                else math.nan
+            if not (math.isfinite(number) and (number > low if low_open else number >= low)
+                    and (number < high if high_open else number <= high)):
+                interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+                problems.append(f"{name}={shown(v)}: must be a finite number in {interval}")
         if problems:
             raise InvalidInputError("; ".join(problems))
 
