@@ -61,7 +61,7 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from locomo import TURN_SPACING, turn_text  # noqa: E402
+from locomo import TURN_SPACING, CachedEmbedder, turn_text  # noqa: E402
 from locomo_data import (  # noqa: E402
     CATEGORY_NAMES,
     DEFAULT_KS,
@@ -73,7 +73,6 @@ from locomo_data import (  # noqa: E402
     scored_questions,
 )
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig  # noqa: E402
-from mnemonia.embeddings import default_embedder  # noqa: E402
 from mnemonia.scoring.modes import MODES  # noqa: E402
 
 SEED = 20261123
@@ -87,35 +86,13 @@ STRATEGIES = ("mnemonia", "oldest", "lru", "random")
 SEED_MODES = tuple(m for m in MODES if m != "lifecycle")
 
 
-class CachingEmbedder:
-    """The default embedder with an in-process cache of document and query vectors (this
+class CachingEmbedder(CachedEmbedder):
+    """``locomo.CachedEmbedder`` that also serves repeated queries from its cache (this
     benchmark scores rankings, not latency, and asks each question many times)."""
 
-    def __init__(self) -> None:
-        self.inner = default_embedder()
-        self.name = self.inner.name
-        self._docs: dict[str, np.ndarray] = {}
-        self._queries: dict[str, np.ndarray] = {}
-
-    @property
-    def dimension(self) -> int:
-        return int(self.inner.dimension)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._docs))
-        if missing:
-            for t, v in zip(missing, self.inner.embed_documents(missing), strict=True):
-                self._docs[t] = np.asarray(v, dtype=np.float32)
-        return np.stack([self._docs[t] for t in texts])
-
     def embed_query(self, text: str) -> np.ndarray:
-        vec = self._queries.get(text)
-        if vec is None:
-            vec = self._queries[text] = np.asarray(self.inner.embed_query(text),
-                                                   dtype=np.float32)
-        return vec
+        vec = self.queries.get(text)
+        return vec if vec is not None else super().embed_query(text)
 
 
 def split(conv: Conversation, seed: int = SEED) -> tuple[list[Question], list[Question]]:
