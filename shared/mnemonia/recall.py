@@ -15,7 +15,7 @@ import numpy as np
 
 from mnemonia import entities as ent
 from mnemonia.clock import from_ts, to_ts
-from mnemonia.maintenance.ranking import priority_of, weights
+from mnemonia.maintenance.ranking import priority_of, use_record, weights
 from mnemonia.models import Explanation, Hit, Link, RecallResult
 from mnemonia.runtime import CueIndex, EntityIndex, Runtime
 from mnemonia.scoring import activation as act
@@ -333,37 +333,21 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
 
 
 # -- 3b. use cues -----------------------------------------------------------------------------
-CUE_EVENTS = ("feedback", "used")
-"""Events that count as use (``used``; ``feedback`` 4-5) or failed use (``feedback`` 0-2)."""
-
-
 def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
     """The tenant's use cues (the queries its memories were used for, embedded) and use
     counts, cached until the next use is recorded."""
     idx = rt.cue_indexes.get(tenant)
     if idx is not None:
         return idx
-    ids: list[str] = []
-    queries: list[str] = []
-    uses: dict[str, int] = {}
-    fails: dict[str, int] = {}
-    for mid, event, after in rt.sql.use_events(conn, tenant, CUE_EVENTS):
-        quality = after.get("quality")
-        if event == "feedback" and isinstance(quality, int) and quality <= 2:
-            fails[mid] = fails.get(mid, 0) + 1
-            continue
-        if event == "feedback" and not (isinstance(quality, int) and quality >= 4):
-            continue
-        uses[mid] = uses.get(mid, 0) + 1
-        query = after.get("query")
-        if isinstance(query, str) and query.strip():
-            ids.append(mid)
-            queries.append(query)
+    record = use_record(rt.sql, conn, tenant)
+    ids = [mid for mid, _ in record.cues]
+    queries = [q for _, q in record.cues]
     new = [q for q in dict.fromkeys(queries) if q not in rt.cue_vectors]
     if new:
         rt.cue_vectors.update(zip(new, (query_vector(rt, q) for q in new), strict=True))
     matrix = np.stack([rt.cue_vectors[q] for q in queries]) if queries else None
-    idx = CueIndex(ids=ids, queries=queries, matrix=matrix, uses=uses, fails=fails)
+    idx = CueIndex(ids=ids, queries=queries, matrix=matrix, uses=record.uses,
+                   fails=record.fails)
     rt.cue_indexes[tenant] = idx
     return idx
 

@@ -5,6 +5,7 @@ consolidation's seed order)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -13,9 +14,10 @@ import numpy as np
 from mnemonia.clock import from_ts
 from mnemonia.config import MnemoniaConfig
 from mnemonia.scoring import priority as prio
+from mnemonia.store.repository import Connection, SideStore
 
-__all__ = ["PRIORITY_COLUMNS", "columns", "priority_array", "priority_of", "shortlist",
-           "weights"]
+__all__ = ["PRIORITY_COLUMNS", "USE_EVENTS", "UseRecord", "columns", "priority_array",
+           "priority_of", "shortlist", "use_record", "weights"]
 
 SLACK = 1e-9
 """numpy and pure-Python priorities differ by far less than this."""
@@ -85,3 +87,36 @@ def shortlist(values: np.ndarray, mask: np.ndarray, n: int, *, lowest: bool) -> 
         return np.asarray(idx[vals <= cut + SLACK])
     cut = float(-np.partition(-vals, n - 1)[n - 1])
     return np.asarray(idx[vals >= cut - SLACK])
+
+
+USE_EVENTS = ("feedback", "used")
+"""Events that count as use (``used``; ``feedback`` 4-5) or failed use (``feedback`` 0-2)."""
+
+
+@dataclass
+class UseRecord:
+    """A tenant's use: how often each memory was used or failed, and the use cues
+    ``(memory id, query)`` in the order they were recorded."""
+
+    uses: dict[str, int] = field(default_factory=dict)
+    fails: dict[str, int] = field(default_factory=dict)
+    cues: list[tuple[str, str]] = field(default_factory=list)
+
+
+def use_record(sql: SideStore, conn: Connection, tenant: str) -> UseRecord:
+    """Read a tenant's use from its ``used`` and ``feedback`` events (recall's lifecycle
+    prior and eviction order both follow it)."""
+    out = UseRecord()
+    for mid, event, after in sql.use_events(conn, tenant, USE_EVENTS):
+        quality = after.get("quality")
+        if event == "feedback" and isinstance(quality, int) and quality <= 2:
+            out.fails[mid] = out.fails.get(mid, 0) + 1
+            continue
+        if event == "feedback" and not (isinstance(quality, int) and quality >= 4):
+            continue
+        out.uses[mid] = out.uses.get(mid, 0) + 1
+        query = after.get("query")
+        if isinstance(query, str) and query.strip():
+            out.cues.append((mid, query))
+    return out
+
