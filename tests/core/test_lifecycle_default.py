@@ -121,3 +121,13 @@ def test_lifecycle_prior_is_bounded_and_checked() -> None:
         LifecyclePrior(fail_loss=1.0)
     with pytest.raises(InvalidInputError, match="uses"):
         p.prior(uses=-1)
+
+
+def test_eviction_takes_unused_memories_before_used_ones(engine: MemoryEngine) -> None:
+    used = engine.add("The wifi password is kiwi-42", tenant="home", importance=0.1).id
+    low = engine.add("The bins go out on Tuesday", tenant="home", importance=0.4).id
+    engine.add("The boiler was serviced in October", tenant="home", importance=0.6)
+    engine.feedback(used, 5, tenant="home")
+    report = engine.evict(tenant="home")
+    assert report.ids == (low,)  # the used one has the lowest priority but stays
+    assert engine.get(used, tenant="home").deleted_at is None

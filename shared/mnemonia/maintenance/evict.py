@@ -14,6 +14,7 @@ from mnemonia.maintenance.ranking import (
     priority_array,
     priority_of,
     shortlist,
+    use_record,
     weights,
 )
 from mnemonia.maintenance.reports import EvictionReport
@@ -66,6 +67,31 @@ def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
     return chosen
 
 
+def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any, ...]],
+            protected: np.ndarray, allowed: int, now: datetime
+            ) -> list[prio.EvictionCandidate]:
+    """The ``allowed`` lowest-priority unprotected memories, those never used first: a
+    memory reported used (or rated 4-5) goes only when no unused one is left."""
+    with rt.reading() as conn:
+        used_ids = use_record(rt.sql, conn, tenant).uses
+    used = np.asarray([r.id in used_ids for r in rows], dtype=bool)
+    w = weights(rt.config)
+    values = priority_array(rt.config, data, to_ts(now), w)
+    chosen: list[prio.EvictionCandidate] = []
+    for pool in (~protected & ~used, ~protected & used):
+        need = allowed - len(chosen)
+        if need <= 0:
+            break
+        candidates = {rows[i].id: prio.EvictionCandidate(
+            id=rows[i].id, priority=priority_of(rt.config, rows[i], now, w),
+            accessed_at=from_ts(rows[i].accessed_at), importance=float(rows[i].importance),
+            pinned=bool(rows[i].pinned), state=rows[i].state)
+            for i in shortlist(values, pool, need, lowest=True)}
+        chosen += [candidates[i] for i in prio.select_for_eviction(
+            candidates.values(), budget=rt.config.eviction_budget, count=need)]
+    return chosen
+
+
 def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
     """Soft-delete the lowest-priority active memories of ``tenant``.
 
@@ -73,7 +99,9 @@ def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
     ``max(1, int(active * eviction_budget))`` memories; automatic maintenance
     (``force=False``) evicts only while the tenant is over ``max_memories`` (when set), at most
     the budget and never below the limit. Never evicted: importance > 0.9, pinned, state
-    ``immediate``. Ties go to the older access. Each eviction writes an ``evicted`` event;
+    ``immediate``. Memories never used go first (by priority), used ones (reported use,
+    feedback 4-5) only when no unused one is left. Ties go to the older access. Each
+    eviction writes an ``evicted`` event;
     ``engine.restore(id)`` brings a memory back whole.
     """
     rt.check_open()
@@ -87,16 +115,9 @@ def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
     protected = _protected(rows, data)
     chosen: list[str] = []
     if allowed:
-        w = weights(rt.config)
-        values = priority_array(rt.config, data, to_ts(now), w)
-        short = shortlist(values, ~protected, allowed, lowest=True)
-        candidates = [prio.EvictionCandidate(
-            id=rows[i].id, priority=priority_of(rt.config, rows[i], now, w),
-            accessed_at=from_ts(rows[i].accessed_at), importance=float(rows[i].importance),
-            pinned=bool(rows[i].pinned), state=rows[i].state) for i in short]
-        chosen = prio.select_for_eviction(candidates, budget=rt.config.eviction_budget,
-                                          count=allowed)
-        chosen = _soft_delete(rt, tenant, chosen, {c.id: c for c in candidates}, now, reason)
+        picked = _choose(rt, tenant, rows, data, protected, allowed, now)
+        chosen = _soft_delete(rt, tenant, [c.id for c in picked], {c.id: c for c in picked},
+                              now, reason)
     report = EvictionReport(tenant=tenant, active=active, protected=int(protected.sum()),
                             allowed=allowed, evicted=len(chosen), ids=tuple(chosen),
                             reason=reason)
