@@ -42,8 +42,8 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
     """One SM-2 review with a checked ``quality`` 0..5 plus the utility update.
 
     The event keeps the query the memory answered: ``query``, else the last recall in this
-    process that returned it. With quality 4 or 5 that query becomes a use cue (recall seeds
-    the memory for similar queries); quality 0-2 counts as a failed use."""
+    process that returned it. With quality 4 or 5 that query becomes a use cue (the lifecycle
+    mode lifts the memory most for queries like it); quality 0-2 counts as a failed use."""
     check.memory_id(memory_id)
     now = rt.now()
     cue = query if query is not None else rt.query_of(tenant, memory_id)

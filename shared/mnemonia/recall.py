@@ -395,8 +395,11 @@ def _ceiling(weights: modes_mod.LifecyclePrior, c: Candidates) -> float:
     cues = c.cues
     if cues is None or not cues.uses:
         return 1.0 + weights.practice_gain
-    return max(weights.prior(uses=n, cue=c.cue_sims.get(mid, 0.0), practice=1.0)
-               for mid, n in cues.uses.items())
+    # the prior grows with uses and cue: without a cue match the most used memory has the
+    # largest; the few with one are checked each
+    best = weights.prior(uses=max(cues.uses.values()), practice=1.0)
+    return max([best, *(weights.prior(uses=cues.uses.get(mid, 0), cue=sim, practice=1.0)
+                        for mid, sim in c.cue_sims.items())])
 
 
 class _Spreader:
@@ -484,13 +487,12 @@ def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.Mode,
     if isinstance(weights, modes_mod.LifecyclePrior):
         practice = practice_of(r, now, weights.practice_half_hours) \
             if weights.practice_gain > 0 else 0.0
-        cues = c.cues if c is not None else None
-        if cues is None:
+        if c is None or c.cues is None:
             return weights.score(activation=min(1.0, activation), importance=r.importance,
                                  practice=practice)
         return weights.score(activation=min(1.0, activation), importance=r.importance,
-                             uses=cues.uses.get(r.id, 0), fails=cues.fails.get(r.id, 0),
-                             cue=c.cue_sims.get(r.id, 0.0) if c else 0.0, practice=practice)
+                             uses=c.cues.uses.get(r.id, 0), fails=c.cues.fails.get(r.id, 0),
+                             cue=c.cue_sims.get(r.id, 0.0), practice=practice)
     if weights.is_relevance:
         return weights.sim * min(1.0, activation)  # relevance: nothing else to read
     R = retention_of(rt, r, now) if weights.rec > 0.0 else 0.0
