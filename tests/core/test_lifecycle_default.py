@@ -131,3 +131,13 @@ def test_eviction_takes_unused_memories_before_used_ones(engine: MemoryEngine) -
     report = engine.evict(tenant="home")
     assert report.ids == (low,)  # the used one has the lowest priority but stays
     assert engine.get(used, tenant="home").deleted_at is None
+
+
+def test_reported_use_keeps_the_query_of_the_recall_it_answers(engine: MemoryEngine) -> None:
+    a, _ = _twins(engine)
+    first = engine.recall("where is the spare key", tenant="home", k=2, min_activation=0)
+    engine.recall("blue flower pot by the door", tenant="home", k=2, min_activation=0)
+    engine.report_use("under the blue flower pot by the door", first, tenant="home")
+    used = [e for e in engine.history(a, tenant="home") if e.event == "used"]
+    assert used and used[-1].after is not None
+    assert used[-1].after["query"] == "where is the spare key"

@@ -194,7 +194,7 @@ def _check_use(rt: Runtime, tenant: str, reply: Any, recalled_ids: Any) -> list[
     if recalled_ids is None:
         return rt.last_recalled(tenant)
     if isinstance(recalled_ids, RecallResult):
-        return recalled_ids.ids
+        return list(recalled_ids.ids)
     if isinstance(recalled_ids, str) or not isinstance(recalled_ids, Sequence | set | frozenset):
         raise InvalidInputError(
             f"recalled_ids={shown(recalled_ids)}: must be a list of memory ids, a RecallResult "
@@ -210,8 +210,9 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
     """Record which recalled memories a reply used: those whose content the reply echoes
     (at least half of the memory's content words, and two of them when it has two or more).
 
-    Writes one ``used`` event per used memory (with the query of the last recall in this
-    process that returned it: a use cue for recall); the review worker then takes quality 5.
+    Writes one ``used`` event per used memory with its use cue (the query of ``recalled_ids``
+    when it is a RecallResult, else of the last recall in this process that returned the
+    memory); the review worker then takes quality 5.
     Ids no longer in the tenant (forgotten meanwhile) are ignored. Returns the used ids.
     """
     rt.check_open()
@@ -231,7 +232,8 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
         share = len(shared) / len(words)
         if share >= ECHO_MIN_SHARE and len(shared) >= min(2, len(words)):
             used.append(mid)
-            cue = rt.query_of(tenant, mid)
+            cue = recalled_ids.query if isinstance(recalled_ids, RecallResult) \
+                else rt.query_of(tenant, mid)
             events.append(rt.sql.event_row(tenant, mid, "used", nowts, None,
                                            {"quality": REACTIVE_USE_QUALITY,
                                             "overlap": round(share, 3),
