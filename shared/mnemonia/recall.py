@@ -487,12 +487,14 @@ def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.Mode,
     if isinstance(weights, modes_mod.LifecyclePrior):
         practice = practice_of(r, now, weights.practice_half_hours) \
             if weights.practice_gain > 0 else 0.0
-        if c is None or c.cues is None:
-            return weights.score(activation=min(1.0, activation), importance=r.importance,
-                                 practice=practice)
-        return weights.score(activation=min(1.0, activation), importance=r.importance,
-                             uses=c.cues.uses.get(r.id, 0), fails=c.cues.fails.get(r.id, 0),
-                             cue=c.cue_sims.get(r.id, 0.0), practice=practice)
+        if c is not None and c.cues is not None and (r.id in c.cues.uses
+                                                     or r.id in c.cues.fails):
+            prior = weights.prior(uses=c.cues.uses.get(r.id, 0),
+                                  fails=c.cues.fails.get(r.id, 0),
+                                  cue=c.cue_sims.get(r.id, 0.0), practice=practice)
+        else:  # never used: the prior is 1 (with practice off)
+            prior = weights.prior(practice=practice) if practice else 1.0
+        return weights.apply(min(1.0, activation), float(r.importance), prior)
     if weights.is_relevance:
         return weights.sim * min(1.0, activation)  # relevance: nothing else to read
     R = retention_of(rt, r, now) if weights.rec > 0.0 else 0.0

@@ -172,8 +172,13 @@ class LifecyclePrior:
         """``activation * prior + tie * importance``."""
         a = require_finite(activation, "activation")
         imp = require_unit(importance, "importance", InvalidImportanceError)
-        return a * self.prior(uses=uses, fails=fails, cue=cue, practice=practice) \
-            + self.tie * imp
+        return self.apply(a, imp, self.prior(uses=uses, fails=fails, cue=cue, practice=practice))
+
+    def apply(self, activation: float, importance: float, prior: float = 1.0) -> float:
+        """``activation * prior + tie * importance`` without checks: the recall loop's form
+        of :meth:`score` (its values are checked where they are stored; a check per
+        candidate cost more than the rest of the scoring)."""
+        return activation * prior + self.tie * importance
 
     def least_activation(self, score: float, ceiling: float | None = None) -> float:
         """The least activation whose best possible score reaches ``score``, with the
