@@ -286,21 +286,18 @@ def run_conversation(conv: Conversation, root: Path, emb: CachingEmbedder,
         rows.update(test(engine, clock, conv, tests, end,
                          {"default_no_practice": None, "relevance_no_practice": "relevance"}))
     used: dict[str, int] = {}
+    practised: dict[str, Path] = {}
     for row, mode in [("default", None), *((m, m) for m in modes)]:
         t1 = time.perf_counter()
         with store.open(f"practice-{row}", start) as (engine, clock, path):
             used[row] = practise(engine, clock, conv, practice, mode)
-            if row == "default":
-                practised = path.parent / f"{conv.sample_id}-practised"
-                engine.close()
-                shutil.rmtree(practised, ignore_errors=True)
-                shutil.copytree(path, practised)
-                engine = MemoryEngine.open(path, clock=clock, embedder=emb)
+        practised[row] = path  # kept for the capacity runs (a copy is tested)
+        with store.open(f"test-{row}", end, source=path) as (engine, clock, _):
             rows.update(test(engine, clock, conv, tests, end, {row: mode}))
         log(f"  {row}: {used[row]} uses reported ({time.perf_counter() - t1:.0f}s)")
     budget = None
     for strategy in STRATEGIES:
-        evicted = shrink(store, practised, end, strategy, budget)
+        evicted = shrink(store, practised["default"], end, strategy, budget)
         budget = evicted if budget is None else budget
         cap = Store(conv=conv, folder=root / f"{conv.sample_id}-capacity-{strategy}",
                     embedder=emb)
