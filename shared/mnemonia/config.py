@@ -63,6 +63,11 @@ DEFAULT_KEYWORD_CANDIDATES: int = 20
 DEFAULT_KEYWORD_POSTINGS: int = 500
 DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.45
 DEFAULT_KEYWORD_DATES: bool = True
+DEFAULT_KEYWORD_IDF: bool = True
+DEFAULT_KEYWORD_EXPANSION: float = 0.5
+DEFAULT_SPEAKER_WEIGHT: float = 0.1
+DEFAULT_CONTEXT_WEIGHT: float = 0.3
+DEFAULT_CONTEXT_WINDOW: int = 2
 DEFAULT_INITIAL_THRESHOLD: float = 0.1
 DEFAULT_ENTITY_SIMILARITY_THRESHOLD: float = 0.3
 DEFAULT_ENTITY_FANOUT: int = 20
@@ -142,6 +147,17 @@ class MnemoniaConfig:
     keyword_postings: int = DEFAULT_KEYWORD_POSTINGS
     hybrid_keyword_weight: float = DEFAULT_HYBRID_KEYWORD_WEIGHT
     keyword_dates: bool = DEFAULT_KEYWORD_DATES
+    # Query words weigh ln((N+1)/(df+0.5)) in the keyword score (a rare word says more).
+    keyword_idf: bool = DEFAULT_KEYWORD_IDF
+    # A query word also matches the tenant's words whose word vectors reach this cosine,
+    # credited (cos - t)/(1 - t) ("exercise" finds "yoga"); 0 turns it off.
+    keyword_expansion: float = DEFAULT_KEYWORD_EXPANSION
+    # A memory said by a speaker the query names gains this share of relevance.
+    speaker_weight: float = DEFAULT_SPEAKER_WEIGHT
+    # A memory's relevance is lifted by this share of the best relevance among the memories
+    # at most context_window turns before or after it in its session (0: off).
+    context_weight: float = DEFAULT_CONTEXT_WEIGHT
+    context_window: int = DEFAULT_CONTEXT_WINDOW
     initial_threshold: float = DEFAULT_INITIAL_THRESHOLD
     entity_similarity_threshold: float = DEFAULT_ENTITY_SIMILARITY_THRESHOLD
     entity_fanout: int = DEFAULT_ENTITY_FANOUT
@@ -375,6 +391,9 @@ _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "consolidation_threshold": (0.0, 1.0, False, True),
     "hybrid_keyword_weight": (0.0, 1.0, True, True),
     "initial_threshold": (0.0, 1.0, True, True),
+    "keyword_expansion": (0.0, 1.0, True, False),
+    "speaker_weight": (0.0, 1.0, True, True),
+    "context_weight": (0.0, 1.0, True, True),
     "entity_similarity_threshold": (0.0, 1.0, True, True),
     "spread_decay": (0.0, 1.0, False, True),
     "cross_topic_penalty": (0.0, 1.0, True, True),
@@ -402,6 +421,7 @@ _INT_MINIMUMS: dict[str, int] = {
     "entity_fanout": 0,
     "spread_depth": 0,
     "spread_frontier": 1,
+    "context_window": 0,
     "review_batch": 1,
     "snapshot_size": 1,
     "reevaluation_per_tenant_cap": 1,
@@ -414,7 +434,7 @@ _INT_MINIMUMS: dict[str, int] = {
     "rerank_candidates": 1,
 }
 
-_BOOLS = ("keyword_dates",)
+_BOOLS = ("keyword_dates", "keyword_idf")
 
 
 CONFIG_ENV = ENV_PREFIX + "CONFIG"

@@ -18,6 +18,7 @@ import numpy as np
 
 from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, StoreError
+from mnemonia.keywords import store_term_vectors
 from mnemonia.models import Memory
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
@@ -257,6 +258,7 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
                 edges.setdefault((p.id, other, "same_entity"), 0.5)
         rt.sql.update_memory(conn, p.id, enriched_at=nowts)
     rt.sql.insert_edges(conn, tenant, edges, nowts)
+    store_term_vectors(rt, conn, [p.embed_text for p, _ in items])
 
 
 def _prepared_from_row(r: Any) -> PreparedMemory:

@@ -6,7 +6,7 @@ side effects. Scoring formulas come from the pure :mod:`mnemonia.scoring` core.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,6 +15,7 @@ import numpy as np
 
 from mnemonia import entities as ent
 from mnemonia.clock import from_ts, to_ts
+from mnemonia.keywords import KeywordQuery, keyword_query
 from mnemonia.maintenance.ranking import priority_of, use_record, weights
 from mnemonia.models import Explanation, Hit, Link, RecallResult
 from mnemonia.runtime import CueIndex, EntityIndex, Runtime
@@ -22,7 +23,7 @@ from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
 from mnemonia.store.repository import Connection
-from mnemonia.validation import row_embed_text
+from mnemonia.validation import row_embed_text, row_speaker
 
 __all__ = ["Candidates", "RecallRequest", "SeedInfo", "final_score", "recall"]
 
@@ -129,13 +130,13 @@ def visible(r: Any, topic: str | None, superseded: bool = False) -> bool:
 
 # -- 1. dense + keyword candidates ------------------------------------------------------------
 def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                qtok: list[str]) -> Candidates:
+                words: list[str]) -> Candidates:
     """Dense and keyword candidates, the dense pool widened until enough visible remain."""
     cfg = rt.config
     c = Candidates()
     n_dense = max(cfg.recall_initial_candidates * 2, 2 * req.k)
     kw_hits = rt.sql.keyword_search(
-        conn, req.tenant, qtok, cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
+        conn, req.tenant, words, cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
         max_postings=cfg.keyword_postings)
     while True:
         ids, sims = rt.vectors.query(col, qvec[None, :], n_dense)
@@ -169,26 +170,96 @@ def keyword_text(rt: Runtime, r: Any) -> str:
     return f"{text} on {when.day} {MONTHS[when.month - 1]} {when.year}"
 
 
-def _fuse(rt: Runtime, c: Candidates, kw_score: Callable[[str], float], floor: float) -> None:
+def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery) -> tuple[float, float]:
+    """``(keyword, fused)`` of one memory row: cosine fused with the keyword score, plus
+    ``speaker_weight`` when the query names the memory's speaker (at most 1)."""
+    cfg = rt.config
+    kw = kq.score(keyword_text(rt, r))
+    fused = act.fuse(max(0.0, cosine), kw, keyword_weight=cfg.hybrid_keyword_weight)
+    if cfg.speaker_weight > 0:
+        speaker = row_speaker(r)
+        if speaker is not None and act.names_speaker(kq.words, speaker):
+            fused = min(1.0, fused + cfg.speaker_weight)
+    return kw, fused
+
+
+def _fuse(rt: Runtime, c: Candidates, kq: KeywordQuery, floor: float) -> None:
     cfg = rt.config
     for mid, cos in c.cos.items():
-        kw = kw_score(keyword_text(rt, c.rows[mid]))
-        fused = act.fuse(max(0.0, cos), kw, keyword_weight=cfg.hybrid_keyword_weight)
-        c.info[mid] = SeedInfo(cosine=cos, keyword=kw, seed=fused)
+        kw, fused = relevance(rt, c.rows[mid], cos, kq)
+        c.info[mid] = SeedInfo(cosine=cos, keyword=kw, seed=fused, fused=fused)
         if fused >= cfg.initial_threshold or floor == 0:
             c.seeds[mid] = fused
 
 
+# -- 2b. session context ----------------------------------------------------------------------
+def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: set[str],
+                        window: int) -> dict[str, set[str]]:
+    """``{id: memories at most window turns before or after it}`` along ``follows``."""
+    adjacent: dict[str, set[str]] = {}
+    frontier, seen = set(ids), set(ids)
+    for _ in range(window):
+        if not frontier:
+            break
+        links = rt.sql.typed_links(conn, req.tenant, sorted(frontier), ("follows",))
+        for src, dst, _, _ in links:
+            adjacent.setdefault(src, set()).add(dst)
+            adjacent.setdefault(dst, set()).add(src)
+        frontier = {m for src, dst, _, _ in links for m in (src, dst)} - seen
+        seen |= frontier
+    out: dict[str, set[str]] = {}
+    for mid in ids:
+        ring, near = {mid}, set[str]()
+        for _ in range(window):
+            ring = {n for m in ring for n in adjacent.get(m, ())} - near - {mid}
+            near |= ring
+        out[mid] = near
+    return out
+
+
+def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
+             kq: KeywordQuery, c: Candidates) -> None:
+    """Step 2b: each candidate's relevance is lifted by the best relevance among the
+    memories at most ``context_window`` turns from it in its session
+    (:func:`mnemonia.scoring.activation.context_lift`); those neighbours are scored too and
+    join the candidates (the answer often sits right after the turn that names the topic)."""
+    cfg = rt.config
+    if cfg.context_weight <= 0 or cfg.context_window <= 0 or not c.info:
+        return
+    around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window)
+    new = sorted({n for near in around.values() for n in near} - set(c.info))
+    if new:
+        c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in new if i not in c.rows],
+                                  edges=True))
+        new = [i for i in new if i in c.rows
+               and visible(c.rows[i], req.topic, req.include_superseded)]
+        vecs = rt.candidate_vectors(conn, col, [i for i in new if i not in c.cos])
+        c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
+        for i in new:
+            if i in c.cos:
+                kw, fused = relevance(rt, c.rows[i], c.cos[i], kq)
+                c.info[i] = SeedInfo(cosine=c.cos[i], keyword=kw, seed=fused, fused=fused)
+    for mid, info in c.info.items():
+        near = around.get(mid, ())
+        best = max((c.info[n].fused for n in near if n in c.info), default=0.0)
+        info.seed = act.context_lift(info.fused, best, weight=cfg.context_weight)
+        if info.seed >= cfg.initial_threshold or req.floor == 0:
+            c.seeds[mid] = info.seed
+        else:
+            c.seeds.pop(mid, None)
+
+
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
               qtok: list[str]) -> Candidates:
-    c = _candidates(rt, conn, col, req, qvec, qtok)
-    kw_score = act.keyword_scorer(qtok)
-    _fuse(rt, c, kw_score, req.floor)
+    kq = keyword_query(rt, conn, req.tenant, qtok, _tenant_size(rt, conn, req.tenant))
+    c = _candidates(rt, conn, col, req, qvec, kq.search)
+    _fuse(rt, c, kq, req.floor)
+    _context(rt, conn, col, req, qvec, kq, c)
     # 3. entities (only boosts that could reach the top k are worth reading)
     if isinstance(req.weights, modes_mod.LifecyclePrior):  # use counts and cue matches
         c.cues = cue_index(rt, conn, req.tenant)
         _cue_matches(req.weights, qvec, c)
-    _entity_seeds(rt, conn, col, req, qvec, qtok, kw_score, c, _spread_bound(rt, c, req))
+    _entity_seeds(rt, conn, col, req, qvec, qtok, kq, c, _spread_bound(rt, c, req))
     # 4. spreading: only the spread_frontier most activated memories spread per hop, each
     # along its EDGES_PER_SOURCE strongest relations, and only where the spread value
     # could still matter (reach the top k, or pass the floor).
@@ -205,6 +276,15 @@ def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec:
 
 
 # -- 3. entities ------------------------------------------------------------------------------
+def _tenant_size(rt: Runtime, conn: Connection, tenant: str) -> int:
+    """Active memories of the tenant (the keyword and entity weights' N), read once per
+    entity index."""
+    idx = entity_index(rt, conn, tenant)
+    if idx.active is None:
+        idx.active = rt.sql.active_count(conn, tenant)
+    return idx.active
+
+
 def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     """The tenant's entity index (names, document frequencies, label vectors), cached."""
     idx = rt.entity_indexes.get(tenant)
@@ -273,7 +353,7 @@ def _weighted_entities(rt: Runtime, conn: Connection, tenant: str, idx: EntityIn
 
 
 def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
-                  qvec: np.ndarray, qtok: list[str], kw_score: Callable[[str], float],
+                  qvec: np.ndarray, qtok: list[str], kq: KeywordQuery,
                   c: Candidates, bound: float = 0.0) -> None:
     """Step 3: entities the query names or resembles boost their memories.
 
@@ -296,11 +376,11 @@ def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     if not strength:
         return
     for _, name, s, weight in _weighted_entities(rt, conn, req.tenant, idx, strength, bound):
-        _boost_entity(rt, conn, col, req, qvec, kw_score, c, (name, s, weight), bound)
+        _boost_entity(rt, conn, col, req, qvec, kq, c, (name, s, weight), bound)
 
 
 def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
-                  qvec: np.ndarray, kw_score: Callable[[str], float], c: Candidates,
+                  qvec: np.ndarray, kq: KeywordQuery, c: Candidates,
                   entity: tuple[str, float, float], bound: float) -> None:
     """Seed the best fused memories linked to one ``(name, strength, weight)`` entity."""
     cfg = rt.config
@@ -320,9 +400,7 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
         c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
     for i in linked:
         if i not in c.info:
-            kw = kw_score(keyword_text(rt, c.rows[i]))
-            fused = act.fuse(max(0.0, c.cos.get(i, 0.0)), kw,
-                             keyword_weight=cfg.hybrid_keyword_weight)
+            kw, fused = relevance(rt, c.rows[i], c.cos.get(i, 0.0), kq)
             c.info[i] = SeedInfo(cosine=c.cos.get(i), keyword=kw, seed=None, fused=fused)
     linked.sort(key=lambda i: (-(c.info[i].seed or c.info[i].fused), i))
     for i in linked[:cfg.entity_fanout]:

@@ -29,7 +29,8 @@ from mnemonia.errors import InvalidInputError, StoreError, shown
 from mnemonia.store.repository import Connection, SideStore
 from mnemonia.store.vector import VectorIndex
 
-__all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "store_folder", "store_folders"]
+__all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "TermIndex", "store_folder",
+           "store_folders"]
 
 Summariser = Callable[[list[str]], str]
 """``texts -> text``: writes a concept's text in consolidation (e.g. an LLM)."""
@@ -46,6 +47,16 @@ class EntityIndex:
     active: int | None = None  # active memories of the tenant, read once (recall's IDF)
     # first 3+ character word of a name -> (name, all its 3+ character words), built once
     by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
+
+
+@dataclass
+class TermIndex:
+    """The words memories use that have a word vector (for the store's model, every
+    tenant's), kept in memory for recall's keyword expansion; rebuilt after enrichment."""
+
+    terms: list[str]
+    matrix: np.ndarray | None
+    position: dict[str, int]
 
 
 @dataclass
@@ -166,6 +177,8 @@ class Runtime:
         self.label_vectors: dict[str, np.ndarray] = {}
         self.cue_indexes: dict[str, CueIndex] = {}
         self.cue_vectors: dict[str, np.ndarray] = {}
+        self.term_index: TermIndex | None = None
+        self.word_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query words
         # tenant -> memory id -> the query of the last recall (with touches) that returned it
         self.recent_queries: dict[str, OrderedDict[str, str]] = {}
         self.last_recall: dict[str, list[str]] = {}  # tenant -> ids of its last recall
@@ -261,6 +274,10 @@ class Runtime:
         if missing and col is not None:
             out.update(self.vectors.get_vectors(col, missing))
         return out
+
+    def forget_terms(self) -> None:
+        """Drop the word-vector index (new words got vectors)."""
+        self.term_index = None
 
     def forget_entities(self, tenant: str) -> None:
         """Drop the tenant's entity index (it is rebuilt on the next recall)."""

@@ -58,6 +58,7 @@ __all__ = [
     "prepare_many",
     "recall_args",
     "row_embed_text",
+    "row_speaker",
     "shown",
     "tenant",
     "tenant_name",
@@ -292,10 +293,17 @@ def embed_text(text: str, speaker: str | None) -> str:
     return f'{speaker} said, "{text}"' if speaker else text
 
 
+def row_speaker(row: Any) -> str | None:
+    """The speaker of a stored ``memories`` row (kept in its metadata), or None."""
+    if row.metadata == "{}":
+        return None
+    speaker = json.loads(row.metadata).get("speaker")
+    return speaker if isinstance(speaker, str) else None
+
+
 def row_embed_text(row: Any) -> str:
     """:func:`embed_text` of a stored ``memories`` row (the speaker is in its metadata)."""
-    speaker = json.loads(row.metadata).get("speaker") if row.metadata != "{}" else None
-    return embed_text(row.text, speaker)
+    return embed_text(row.text, row_speaker(row))
 
 
 def _vector(value: Any) -> np.ndarray | None:

@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "mnemonia.store": 2, "mnemonia.validation": 2, "mnemonia.embeddings": 2,
     "mnemonia.models": 2, "mnemonia.entities": 2, "mnemonia.config": 2, "mnemonia.clock": 2,
     "mnemonia.runtime": 3,
-    "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.lifecycle": 4,
+    "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,
     "mnemonia.transfer": 4, "mnemonia.maintenance": 4,
     "mnemonia.engine": 5,
     "mnemonia.cli": 6, "mnemonia.mcp": 6, "mnemonia.ui": 6, "mnemonia": 6,

@@ -8,6 +8,7 @@ are at most 1, a spread activation never exceeds the strongest seed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,13 +35,18 @@ __all__ = [
     "SYMMETRIC_RELATIONS",
     "Activation",
     "Edge",
+    "context_lift",
+    "expansion_credit",
     "fuse",
+    "idf_weight",
     "keyword_overlap",
     "keyword_scorer",
+    "names_speaker",
     "query_tokens",
     "relation_weight",
     "spread",
     "validate_strength",
+    "weighted_keyword_scorer",
     "word_tokens",
     "words",
 ]
@@ -167,6 +173,103 @@ def keyword_scorer(query_tokens: Sequence[str]) -> Callable[[str], float]:
         return len(set(pattern.findall(require_str(text, "text").lower()))) / n
 
     return score
+
+
+def idf_weight(docs: int, total: int) -> float:
+    """Return ``ln((total + 1) / (docs + 0.5))``: the weight of a query word found in ``docs``
+    of ``total`` memories (a word nobody used weighs most; one in every memory, least).
+
+    Raises:
+        InvalidInputError: ``docs`` or ``total`` negative, or ``docs > total``.
+    """
+    d = require_int(docs, "docs", minimum=0)
+    n = require_int(total, "total", minimum=0)
+    if d > n:
+        raise InvalidInputError(f"docs={d}: must be at most total={n}")
+    return math.log((n + 1) / (d + 0.5))
+
+
+def expansion_credit(similarity: float, threshold: float) -> float:
+    """Return the credit a related word earns for a query word: ``(s - t) / (1 - t)`` for a
+    word-vector cosine ``s`` at or over the threshold ``t`` (0 under it, 1 for ``s = 1``).
+
+    Raises:
+        InvalidInputError: ``similarity`` not finite, ``threshold`` not in ``[0, 1)``.
+    """
+    s = require_finite(similarity, "similarity")
+    t = require_unit(threshold, "threshold")
+    if t >= 1.0:
+        raise InvalidInputError(f"threshold={t!r}: must be in [0, 1)")
+    return 0.0 if s < t else min(1.0, (s - t) / (1.0 - t))
+
+
+def weighted_keyword_scorer(weights: Mapping[str, float],
+                            expansions: Mapping[str, Mapping[str, float]] | None = None
+                            ) -> Callable[[str], float]:
+    """Return ``f(text)``: the weighted share of the query words a text contains.
+
+    ``f(text) = sum_t w_t * m_t / sum_t w_t``, where ``m_t`` is 1 when the text contains the
+    query word ``t``, else the best credit (in ``[0, 1]``) among ``expansions[t]`` (related
+    words) the text contains, else 0. With equal weights and no expansions this is
+    :func:`keyword_overlap`.
+
+    Raises:
+        InvalidWeightsError: a weight is negative or not finite, or a credit not in ``[0, 1]``.
+    """
+    credit: dict[str, dict[str, float]] = {}  # text word -> {query word: credit}
+    total = 0.0
+    for t, w in weights.items():
+        require_finite(w, f"weight of {shown(t)}", InvalidWeightsError)
+        if w < 0:
+            raise InvalidWeightsError(f"weight of {shown(t)}={w!r}: must be >= 0")
+        total += w
+        credit.setdefault(t, {})[t] = 1.0
+        for u, cr in ((expansions or {}).get(t) or {}).items():
+            require_unit(cr, f"credit of {shown(u)} for {shown(t)}", InvalidWeightsError)
+            if cr > credit.setdefault(u, {}).get(t, 0.0):
+                credit[u][t] = cr
+    found = sorted((u for u in credit if _WORD.fullmatch(u) and u == u.lower()),
+                   key=lambda u: (-len(u), u))
+    if not found or total <= 0:
+
+        def nothing(text: str) -> float:
+            require_str(text, "text")
+            return 0.0
+
+        return nothing
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, found)) + r")(?!\w)")
+
+    def score(text: str) -> float:
+        best: dict[str, float] = {}
+        for u in set(pattern.findall(require_str(text, "text").lower())):
+            for t, cr in credit[u].items():
+                if cr > best.get(t, 0.0):
+                    best[t] = cr
+        return min(1.0, sum(weights[t] * m for t, m in best.items()) / total)
+
+    return score
+
+
+def names_speaker(query_words: Collection[str], speaker: str) -> bool:
+    """True when every word (2+ characters) of ``speaker`` is one of the query's words:
+    the query is about what that speaker said."""
+    parts = [w for w in words(speaker) if len(w) >= MIN_TOKEN_LENGTH]
+    return bool(parts) and all(w in query_words for w in parts)
+
+
+def context_lift(own: float, context: float, *, weight: float) -> float:
+    """Return ``(own + weight * context) / (1 + weight)``: a memory's relevance lifted by the
+    best relevance among its neighbours in its session (``context``), kept in ``[0, 1]``.
+
+    Raises:
+        InvalidInputError: ``own`` or ``context`` not finite; ``weight`` negative.
+    """
+    a = require_finite(own, "own")
+    b = require_finite(context, "context")
+    g = require_finite(weight, "weight")
+    if g < 0:
+        raise InvalidInputError(f"weight={g!r}: must be >= 0")
+    return (a + g * b) / (1.0 + g)
 
 
 def fuse(cosine: float, keyword: float, *, keyword_weight: float = DEFAULT_KEYWORD_WEIGHT) -> float:

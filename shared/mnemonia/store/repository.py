@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from tenacity import (
     RetryError,
@@ -57,6 +59,7 @@ from mnemonia.store.schema import (
     relations,
     schema_migrations,
     tenant_token,
+    term_vectors,
 )
 from mnemonia.validation import memory_id as check_id
 
@@ -429,6 +432,69 @@ class SideStore:
             return [(r[0], float(r[1])) for r in found]
         # Other dialects have no keyword index here: recall runs on the vectors alone.
         return []
+
+    def term_docs(self, conn: Connection, tenant: str, words: Sequence[str]) -> dict[str, int]:
+        """``{word: memories of the tenant that contain it}`` for the single-term ``words``
+        (folded as the keyword index folds them); words in none are left out."""
+        token = tenant_token(tenant)
+        split = {w: keyword_terms(w, token) for w in dict.fromkeys(words)}
+        terms = {w: t[0] for w, t in split.items() if len(t) == 1}
+        if not terms:
+            return {}
+        if self.dialect == "sqlite":
+            df = dict(self.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
+                                 f"({self.in_marks(len(terms))})", list(terms.values())))
+            return {w: int(df[t]) for w, t in terms.items() if df.get(t)}
+        if self.dialect == "postgresql":
+            out = {}
+            for w, t in terms.items():  # one GIN index count per word
+                n = int(conn.execute(sa.text(
+                    "SELECT count(*) FROM memories WHERE tenant = :t AND status = 'committed' "
+                    "AND tsv @@ to_tsquery('simple', :w)"),
+                    {"t": tenant, "w": t[len(token):]}).scalar_one())
+                if n:
+                    out[w] = n
+            return out
+        return {}
+
+    # -- word vectors (keyword expansion) ----------------------------------------------------
+    def term_vectors_missing(self, conn: Connection, model: str, terms: Iterable[str]
+                             ) -> list[str]:
+        """Those of ``terms`` that have no word vector for ``model`` yet."""
+        terms = sorted(set(terms))
+        have: set[str] = set()
+        for chunk in chunks(terms, 500):
+            have.update(r[0] for r in self.fetch(
+                conn, "SELECT term FROM term_vectors WHERE model = ? AND term IN "
+                f"({self.in_marks(len(chunk))})", (model, *chunk)))
+        return [t for t in terms if t not in have]
+
+    def term_vectors_put(self, conn: Connection, model: str,
+                         items: Sequence[tuple[str, Any]]) -> None:
+        """Store ``(term, vector)`` pairs; a term another process stored first is kept."""
+        if not items:
+            return
+        rows = [{"model": model, "term": t, "vector": _f32_bytes(v)} for t, v in items]
+        if self.dialect == "sqlite":
+            stmt: Any = sqlite_insert(term_vectors).on_conflict_do_nothing()
+        elif self.dialect == "postgresql":
+            stmt = pg_insert(term_vectors).on_conflict_do_nothing()
+        else:
+            stmt = term_vectors.insert()
+        conn.execute(stmt, rows)
+
+    def term_vectors_all(self, conn: Connection, model: str) -> tuple[list[str], np.ndarray]:
+        """Every word with a vector for ``model``, and those vectors as rows."""
+        rows = self.fetch(conn, "SELECT term, vector FROM term_vectors WHERE model = ? "
+                          "ORDER BY term", (model,))
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return ([r[0] for r in rows],
+                np.stack([np.frombuffer(bytes(r[1]), dtype=np.float32) for r in rows]))
+
+    def term_vector_count(self, conn: Connection, model: str) -> int:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(term_vectors).where(
+            term_vectors.c.model == model)).scalar_one())
 
     # -- consistency (doctor) ----------------------------------------------------------------
     def row_counts(self, conn: Connection) -> dict[str, int]:

@@ -29,6 +29,7 @@ __all__ = [
     "relations",
     "schema_migrations",
     "tenant_token",
+    "term_vectors",
 ]
 
 metadata = sa.MetaData()
@@ -141,6 +142,16 @@ kv = sa.Table(
 memory_vectors = sa.Table(
     "memory_vectors", metadata,
     sa.Column("memory_id", sa.String(64), primary_key=True),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+)
+
+# Word vectors of the words memories use (per embedding model, shared by every tenant): a
+# query word also matches the words whose vectors are close to its own (recall's keyword
+# expansion). Filled by enrichment.
+term_vectors = sa.Table(
+    "term_vectors", metadata,
+    sa.Column("model", sa.String(200), primary_key=True),
+    sa.Column("term", sa.String(200), primary_key=True),
     sa.Column("vector", sa.LargeBinary, nullable=False),
 )
 
@@ -266,6 +277,10 @@ def _event_kind_index(conn: Connection) -> None:
                          "ON memory_events (tenant, event)")
 
 
+def _create_term_vectors(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[term_vectors])
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -276,4 +291,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (6, "keyword document frequencies kept on write", _keyword_df),
     (7, "maintenance leases", _create_leases),
     (8, "memory events by tenant and kind", _event_kind_index),
+    (9, "word vectors for keyword expansion", _create_term_vectors),
 ]

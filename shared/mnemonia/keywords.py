@@ -1,0 +1,132 @@
+"""The keyword side of recall: query words weighted by how rare they are in the tenant, and
+expanded to the words memories use whose word vectors are close to theirs; and the word
+vectors that enrichment stores for that.
+
+A query asking "what exercises does John do?" shares no word with "I started a weekend yoga
+class"; the word vectors of ``exercises`` and ``yoga`` are close, so that memory earns part of
+the word's keyword credit (:func:`mnemonia.scoring.activation.expansion_credit`) and becomes a
+keyword candidate. Word vectors come from the store's own embedder, one per word, stored in
+the side-store (shared by every tenant of the store, per model) when memories are enriched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mnemonia.runtime import Runtime, TermIndex
+from mnemonia.scoring import activation as act
+from mnemonia.store.repository import Connection
+from mnemonia.store.schema import keyword_terms
+
+__all__ = ["KeywordQuery", "content_words", "keyword_query", "store_term_vectors"]
+
+EXPANSIONS_PER_WORD = 20
+"""Related words one query word may match (the closest over the threshold)."""
+MIN_WORD = 3
+MAX_WORD = 40
+WORD_CACHE = 4096
+"""Vectors of query words no memory uses, kept per process (least recently used dropped)."""
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """One query's keyword side: the words to search, and the scorer of a memory's text."""
+
+    tokens: list[str]
+    search: list[str]
+    score: Callable[[str], float]
+    words: frozenset[str]
+    expansions: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def content_words(words: Iterable[str]) -> list[str]:
+    """The words worth a word vector: letters only, 3-40 characters, not a stop word."""
+    return [w for w in dict.fromkeys(words) if w.isalpha() and MIN_WORD <= len(w) <= MAX_WORD
+            and w not in act.STOP_WORDS]
+
+
+def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[str],
+                  size: int) -> KeywordQuery:
+    """The keyword side of a query with ``tokens`` over a tenant of ``size`` memories."""
+    cfg = rt.config
+    qtok = list(dict.fromkeys(tokens))
+    expansions = _expansions(rt, conn, qtok) if cfg.keyword_expansion > 0 else {}
+    related = sorted({u for e in expansions.values() for u in e})
+    df = rt.sql.term_docs(conn, tenant, [*qtok, *related]) \
+        if cfg.keyword_idf or related else {}
+    expansions = {t: kept for t, e in expansions.items()
+                  if (kept := {u: cr for u, cr in e.items() if df.get(u)})}
+    if cfg.keyword_idf:
+        total = max(size, *df.values()) if df else size
+        weights = {t: act.idf_weight(min(df.get(t, 0), total), total) for t in qtok}
+    else:
+        weights = dict.fromkeys(qtok, 1.0)
+    search = list(dict.fromkeys([*qtok, *(u for e in expansions.values() for u in e)]))
+    return KeywordQuery(tokens=qtok, search=search,
+                        score=act.weighted_keyword_scorer(weights, expansions),
+                        words=act.word_tokens(" ".join(qtok)), expansions=expansions)
+
+
+def term_index(rt: Runtime, conn: Connection) -> TermIndex:
+    """Every stored word vector of the store's model, cached until enrichment adds some."""
+    idx = rt.term_index
+    if idx is None:
+        terms, matrix = rt.sql.term_vectors_all(conn, rt.embedder.name)
+        idx = TermIndex(terms=terms, matrix=matrix if terms else None,
+                        position={t: i for i, t in enumerate(terms)})
+        rt.term_index = idx
+    return idx
+
+
+def _word_vectors(rt: Runtime, idx: TermIndex, words: Sequence[str]) -> np.ndarray:
+    """Vectors of ``words``: stored ones, cached ones, the rest embedded now (and cached)."""
+    cache = rt.word_vectors
+    missing = [w for w in words if w not in idx.position and w not in cache]
+    if missing:
+        for w, v in zip(missing, rt.embedder.embed_documents(missing), strict=True):
+            cache[w] = np.asarray(v, dtype=np.float32)
+        while len(cache) > WORD_CACHE:
+            cache.popitem(last=False)
+    rows = []
+    for w in words:
+        if w in idx.position and idx.matrix is not None:
+            rows.append(idx.matrix[idx.position[w]])
+        else:
+            cache.move_to_end(w)
+            rows.append(cache[w])
+    return np.stack(rows)
+
+
+def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
+                ) -> dict[str, dict[str, float]]:
+    """``{query word: {related word: credit}}`` over the store's word vectors."""
+    words = content_words(qtok)
+    idx = term_index(rt, conn)
+    if not words or idx.matrix is None:
+        return {}
+    theta = rt.config.keyword_expansion
+    sims = _word_vectors(rt, idx, words) @ idx.matrix.T
+    n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
+    out: dict[str, dict[str, float]] = {}
+    for row, word in zip(sims, words, strict=True):
+        top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] else np.arange(row.shape[0])
+        credit = {idx.terms[j]: act.expansion_credit(float(row[j]), theta)
+                  for j in top.tolist() if row[j] >= theta and idx.terms[j] != word}
+        if credit:
+            out[word] = credit
+    return out
+
+
+def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> int:
+    """Embed and store the words of ``texts`` that have no word vector yet; returns how many."""
+    words = content_words(w for text in texts for w in keyword_terms(text, ""))
+    missing = rt.sql.term_vectors_missing(conn, rt.embedder.name, words) if words else []
+    if not missing:
+        return 0
+    vectors = rt.embedder.embed_documents(missing)
+    rt.sql.term_vectors_put(conn, rt.embedder.name, list(zip(missing, vectors, strict=True)))
+    rt.forget_terms()
+    return len(missing)

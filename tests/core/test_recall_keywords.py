@@ -1,0 +1,164 @@
+"""Recall's relevance, round two: rare query words weigh more (IDF), a query word also matches
+related words (word vectors), a memory said by the speaker the query names gains, and a
+memory is lifted by the best match among its session neighbours.
+
+Scoring functions are tested directly; the recall behaviour through the public API on the
+hashing embedder (real Chroma, real SQLite).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia.embeddings import HashingEmbedder
+from mnemonia.errors import InvalidConfigError, InvalidInputError, InvalidWeightsError
+from mnemonia.scoring import activation as act
+
+# -- pure scoring ------------------------------------------------------------------------------
+
+
+def test_idf_weight_prefers_rare_words_and_checks_its_counts() -> None:
+    assert act.idf_weight(1, 100) > act.idf_weight(50, 100) > act.idf_weight(100, 100) > 0
+    assert act.idf_weight(0, 10) == pytest.approx(math.log(11 / 0.5))
+    for docs, total in ((-1, 10), (11, 10), (1.5, 10)):
+        with pytest.raises(InvalidInputError):
+            act.idf_weight(docs, total)  # type: ignore[arg-type]
+
+
+def test_expansion_credit_is_zero_under_the_threshold_and_one_at_identity() -> None:
+    assert act.expansion_credit(0.49, 0.5) == 0.0
+    assert act.expansion_credit(0.75, 0.5) == pytest.approx(0.5)
+    assert act.expansion_credit(1.0, 0.5) == 1.0
+    with pytest.raises(InvalidInputError, match="threshold"):
+        act.expansion_credit(0.9, 1.0)
+    with pytest.raises(InvalidInputError, match="similarity"):
+        act.expansion_credit(float("nan"), 0.5)
+
+
+def test_weighted_scorer_equals_overlap_with_equal_weights_and_credits_related_words() -> None:
+    tokens = ["garden", "alice", "roses"]
+    plain = act.weighted_keyword_scorer(dict.fromkeys(tokens, 1.0))
+    for text in ("Alice said the garden is lovely", "roses", "nothing here"):
+        assert plain(text) == pytest.approx(act.keyword_overlap(tokens, act.word_tokens(text)))
+    weighted = act.weighted_keyword_scorer({"garden": 3.0, "alice": 1.0},
+                                           {"garden": {"yard": 0.5}})
+    assert weighted("Alice garden") == pytest.approx(1.0)
+    assert weighted("alice in the yard") == pytest.approx((1.0 + 3.0 * 0.5) / 4.0)
+    assert weighted("the garden yard") == pytest.approx(3.0 / 4.0)  # the word itself wins
+    with pytest.raises(InvalidWeightsError):
+        act.weighted_keyword_scorer({"garden": -1.0})
+    with pytest.raises(InvalidWeightsError):
+        act.weighted_keyword_scorer({"garden": 1.0}, {"garden": {"yard": 1.5}})
+
+
+def test_names_speaker_and_context_lift() -> None:
+    assert act.names_speaker({"what", "did", "mary", "jane", "say"}, "Mary Jane")
+    assert not act.names_speaker({"mary"}, "Mary Jane")
+    assert not act.names_speaker({"mary"}, "")
+    assert act.context_lift(0.5, 0.8, weight=0.3) == pytest.approx((0.5 + 0.24) / 1.3)
+    assert act.context_lift(0.5, 0.0, weight=0.0) == 0.5
+    with pytest.raises(InvalidInputError, match="weight"):
+        act.context_lift(0.5, 0.5, weight=-0.1)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("keyword_expansion", 1.0), ("keyword_expansion", -0.1), ("speaker_weight", 1.5),
+    ("context_weight", -0.2), ("context_window", -1), ("keyword_idf", "yes")])
+def test_new_recall_keys_are_checked(key: str, value: object) -> None:
+    with pytest.raises(InvalidConfigError, match=key):
+        MnemoniaConfig(**{key: value})
+
+
+# -- through recall --------------------------------------------------------------------------
+
+
+def _open(tmp_path: Path, clock: ManualClock, **over: object) -> MemoryEngine:
+    config = MnemoniaConfig.load(env={}, maintenance="manual").replace(**over)
+    return MemoryEngine.open(tmp_path / "store", config=config, clock=clock,
+                             embedder=HashingEmbedder())
+
+
+def _hit(res, mid: str):  # type: ignore[no-untyped-def]
+    return next(h for h in res.memories if h.memory.id == mid)
+
+
+def test_a_rare_query_word_outweighs_a_common_one(tmp_path: Path, clock: ManualClock) -> None:
+    with _open(tmp_path, clock) as engine:
+        common = [engine.add(f"alice talked about topic number {i}", tenant="t").id
+                  for i in range(12)]
+        rare = engine.add("the greenhouse needs new glass", tenant="t").id
+        query = "alice greenhouse"
+        res = engine.recall(query, tenant="t", k=3, min_activation=0, touch=False)
+        assert _hit(res, rare).explanation.keyword > _hit(res, res.ids[1]).explanation.keyword
+        assert res.ids[0] == rare
+    with _open(tmp_path, clock, keyword_idf=False) as engine:
+        res = engine.recall(query, tenant="t", k=3, min_activation=0, touch=False)
+        # without IDF both words count the same: each memory matches one of two
+        assert _hit(res, rare).explanation.keyword == pytest.approx(0.5)
+        assert {h.explanation.keyword for h in res.memories if h.memory.id in common} == {0.5}
+
+
+def test_a_query_word_matches_related_words_after_enrichment(tmp_path: Path,
+                                                             clock: ManualClock) -> None:
+    # the hashing embedder's word vectors are far apart ("painting" / "paintings" 0.29):
+    # a threshold on its scale
+    with _open(tmp_path, clock, keyword_expansion=0.25) as engine:
+        painted = engine.add("she showed me her watercolour paintings", tenant="t").id
+        for i in range(5):
+            engine.add(f"the weather report for day {i} says rain", tenant="t")
+        engine.enrich(tenant="t")  # word vectors for the words memories use
+        res = engine.recall("painting", tenant="t", k=3, min_activation=0, touch=False)
+        assert res.ids[0] == painted
+        assert 0 < _hit(res, painted).explanation.keyword < 1  # credit, not a full match
+    with _open(tmp_path, clock, keyword_expansion=0.0) as engine:
+        res = engine.recall("painting", tenant="t", k=3, min_activation=0, touch=False)
+        assert _hit(res, painted).explanation.keyword == 0.0
+
+
+def test_the_named_speaker_gains(tmp_path: Path, clock: ManualClock) -> None:
+    text = "I went to the lake for the weekend"
+    query = "where did Bo go for the weekend"
+    gaps = []
+    for weight in (0.0, 0.1):
+        with _open(tmp_path / str(weight), clock, speaker_weight=weight) as engine:
+            a = engine.add(text, tenant="t", speaker="Ann").id
+            b = engine.add(text, tenant="t", speaker="Bo").id
+            res = engine.recall(query, tenant="t", k=2, min_activation=0, touch=False)
+            assert res.ids[0] == b
+            gaps.append(_hit(res, b).explanation.seed - _hit(res, a).explanation.seed)
+    assert gaps[1] > gaps[0] + 0.05  # the bonus (0.1, through the session-context scale)
+
+
+def _session(engine: MemoryEngine, clock: ManualClock) -> tuple[str, str]:
+    turns = ["Hi, long time no see", "What is your favourite food these days?",
+             "Definitely pizza, with extra olives", "Nice! See you soon"]
+    ids = []
+    for text in turns:
+        clock.advance(timedelta(seconds=10))
+        ids.append(engine.add(text, tenant="t", session_id="s1").id)
+    for i in range(6):
+        engine.add(f"unrelated note {i} about the car service", tenant="t", session_id="s2")
+    engine.enrich(tenant="t")  # follows relations between the turns of a session
+    return ids[1], ids[2]
+
+
+def test_a_turn_is_lifted_by_its_session_neighbours(tmp_path: Path, clock: ManualClock) -> None:
+    with _open(tmp_path, clock) as engine:
+        question, answer = _session(engine, clock)
+        res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
+        hit = _hit(res, answer)
+        w = engine.config.hybrid_keyword_weight
+        fused = (1 - w) * max(0.0, hit.explanation.cosine) + w * hit.explanation.keyword
+        assert hit.explanation.seed > fused  # lifted by the question right before it
+    with _open(tmp_path, clock, context_weight=0.0) as engine:
+        res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
+        hit = _hit(res, answer)
+        fused = (1 - w) * max(0.0, hit.explanation.cosine) + w * hit.explanation.keyword
+        assert hit.explanation.seed == pytest.approx(fused)
