@@ -40,6 +40,14 @@ class KeywordQuery:
     score: Callable[[str], float]
     words: frozenset[str]
     expansions: dict[str, dict[str, float]] = field(default_factory=dict)
+    _named: dict[str, bool] = field(default_factory=dict)
+
+    def names(self, speaker: str) -> bool:
+        """True when the query names ``speaker`` (every word of the name is a query word)."""
+        named = self._named.get(speaker)
+        if named is None:
+            named = self._named[speaker] = act.names_speaker(self.words, speaker)
+        return named
 
 
 def content_words(words: Iterable[str]) -> list[str]:
@@ -102,22 +110,26 @@ def _word_vectors(rt: Runtime, idx: TermIndex, words: Sequence[str]) -> np.ndarr
 
 def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
                 ) -> dict[str, dict[str, float]]:
-    """``{query word: {related word: credit}}`` over the store's word vectors."""
-    words = content_words(qtok)
+    """``{query word: {related word: credit}}`` over the store's word vectors (each query
+    word's expansion is kept until enrichment stores new words)."""
     idx = term_index(rt, conn)
-    if not words or idx.matrix is None:
+    if idx.matrix is None:
         return {}
-    theta = rt.config.keyword_expansion
-    sims = _word_vectors(rt, idx, words) @ idx.matrix.T
-    n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
-    out: dict[str, dict[str, float]] = {}
-    for row, word in zip(sims, words, strict=True):
-        top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] else np.arange(row.shape[0])
-        credit = {idx.terms[j]: act.expansion_credit(float(row[j]), theta)
-                  for j in top.tolist() if row[j] >= theta and idx.terms[j] != word}
-        if credit:
-            out[word] = credit
-    return out
+    words = content_words(qtok)
+    known = rt.word_expansions
+    todo = [w for w in words if w not in known]
+    if todo:
+        theta = rt.config.keyword_expansion
+        sims = _word_vectors(rt, idx, todo) @ idx.matrix.T
+        n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
+        for row, word in zip(sims, todo, strict=True):
+            top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] \
+                else np.arange(row.shape[0])
+            known[word] = {idx.terms[j]: act.expansion_credit(float(row[j]), theta)
+                           for j in top.tolist() if row[j] >= theta and idx.terms[j] != word}
+        while len(known) > WORD_CACHE:
+            del known[next(iter(known))]
+    return {w: known[w] for w in words if known[w]}
 
 
 def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> int:

@@ -23,7 +23,7 @@ from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
 from mnemonia.store.repository import Connection
-from mnemonia.validation import row_embed_text, row_speaker
+from mnemonia.validation import embed_text, row_embed_text, row_speaker
 
 __all__ = ["Candidates", "RecallRequest", "SeedInfo", "final_score", "recall"]
 
@@ -39,6 +39,8 @@ MIN_ENTITY_WEIGHT = 0.05
 """Entities linked to nearly every memory carry no signal."""
 ENTITY_POOL = 5
 """Linked memories read per entity: ``entity_fanout * ENTITY_POOL``, best fused kept."""
+CONTEXT_SOURCES = 10
+"""Candidates (the best fused) whose unread session neighbours are read and scored."""
 SUMMARY_CHARS = 80
 """Length of the one-line summary of a linked memory in a hit."""
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
@@ -159,11 +161,12 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
 
 
 # -- 2. fusion --------------------------------------------------------------------------------
-def keyword_text(rt: Runtime, r: Any) -> str:
-    """The text a query's words are matched against in fusion: the indexed text plus,
-    with ``keyword_dates``, the memory's date (``on 7 February 2022``, UTC), so a query
-    that names a month or a year matches what was said then."""
-    text = row_embed_text(r)
+def keyword_text(rt: Runtime, r: Any, speaker: str | None = None) -> str:
+    """The text a query's words are matched against in fusion: the indexed text (the
+    ``speaker``'s, when given, else read from the row) plus, with ``keyword_dates``, the
+    memory's date (``on 7 February 2022``, UTC), so a query that names a month or a year
+    matches what was said then."""
+    text = embed_text(r.text, speaker) if speaker is not None else row_embed_text(r)
     if not rt.config.keyword_dates:
         return text
     when = from_ts(r.created_at)
@@ -174,12 +177,11 @@ def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery) -> tuple[flo
     """``(keyword, fused)`` of one memory row: cosine fused with the keyword score, plus
     ``speaker_weight`` when the query names the memory's speaker (at most 1)."""
     cfg = rt.config
-    kw = kq.score(keyword_text(rt, r))
+    speaker = row_speaker(r)
+    kw = kq.score(keyword_text(rt, r, speaker))
     fused = act.fuse(max(0.0, cosine), kw, keyword_weight=cfg.hybrid_keyword_weight)
-    if cfg.speaker_weight > 0:
-        speaker = row_speaker(r)
-        if speaker is not None and act.names_speaker(kq.words, speaker):
-            fused = min(1.0, fused + cfg.speaker_weight)
+    if cfg.speaker_weight > 0 and speaker is not None and kq.names(speaker):
+        fused = min(1.0, fused + cfg.speaker_weight)
     return kw, fused
 
 
@@ -227,7 +229,9 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     if cfg.context_weight <= 0 or cfg.context_window <= 0 or not c.info:
         return
     around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window)
-    new = sorted({n for near in around.values() for n in near} - set(c.info))
+    # new memories are read around the strongest candidates only
+    sources = sorted(c.info, key=lambda m: (-c.info[m].fused, m))[:CONTEXT_SOURCES]
+    new = sorted({n for m in sources for n in around.get(m, ())} - set(c.info))
     if new:
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in new if i not in c.rows],
                                   edges=True))

@@ -179,6 +179,7 @@ class Runtime:
         self.cue_vectors: dict[str, np.ndarray] = {}
         self.term_index: TermIndex | None = None
         self.word_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query words
+        self.word_expansions: dict[str, dict[str, float]] = {}  # query word -> related words
         # tenant -> memory id -> the query of the last recall (with touches) that returned it
         self.recent_queries: dict[str, OrderedDict[str, str]] = {}
         self.last_recall: dict[str, list[str]] = {}  # tenant -> ids of its last recall
@@ -278,6 +279,7 @@ class Runtime:
     def forget_terms(self) -> None:
         """Drop the word-vector index (new words got vectors)."""
         self.term_index = None
+        self.word_expansions = {}
 
     def forget_entities(self, tenant: str) -> None:
         """Drop the tenant's entity index (it is rebuilt on the next recall)."""

@@ -228,20 +228,17 @@ def weighted_keyword_scorer(weights: Mapping[str, float],
             require_unit(cr, f"credit of {shown(u)} for {shown(t)}", InvalidWeightsError)
             if cr > credit.setdefault(u, {}).get(t, 0.0):
                 credit[u][t] = cr
-    found = sorted((u for u in credit if _WORD.fullmatch(u) and u == u.lower()),
-                   key=lambda u: (-len(u), u))
-    if not found or total <= 0:
+    if not credit or total <= 0:
 
         def nothing(text: str) -> float:
             require_str(text, "text")
             return 0.0
 
         return nothing
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, found)) + r")(?!\w)")
 
     def score(text: str) -> float:
         best: dict[str, float] = {}
-        for u in set(pattern.findall(require_str(text, "text").lower())):
+        for u in credit.keys() & set(words(text)):
             for t, cr in credit[u].items():
                 if cr > best.get(t, 0.0):
                     best[t] = cr
