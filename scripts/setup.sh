@@ -21,7 +21,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q \
-  -e shared \
+  -e "shared[mcp]" \
   -e "packages/langchain-mnemonia[legacy,langgraph]" \
   -e packages/llama-index-memory-mnemonia
 .venv/bin/python -m pip install -q --group dev

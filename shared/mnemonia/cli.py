@@ -1,5 +1,5 @@
 """The ``mnemonia`` command line: add, recall, forget, restore, feedback, relate, stats,
-maintain, doctor, export, import, demo and bench.
+mcp (the MCP server), maintain, doctor, export, import, demo and bench.
 
 The store folder comes from ``--path`` (or ``MNEMONIA_PATH``; default ``./memory``).
 
@@ -179,6 +179,25 @@ def stats(path: PathOpt = Path("memory"), tenant: Annotated[str | None, typer.Op
     with _open(path) as engine:
         data = engine.stats(tenant)
     console.print_json(json.dumps(data))
+
+
+@app.command("mcp")
+@user_errors()
+def mcp_cmd(path: PathOpt = Path("memory"),
+            tenant: Annotated[str | None, typer.Option(
+                "--tenant", "-t", help="Default tenant of the tools (a call may name its own; "
+                "without either a call is refused).")] = None,
+            http: Annotated[bool, typer.Option(
+                "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of "
+                "stdio.")] = False,
+            host: Annotated[str, typer.Option(help="With --http: the address to bind.")]
+            = "127.0.0.1",
+            port: Annotated[int, typer.Option(help="With --http: the port.")] = 8000) -> None:
+    """Serve the store to MCP clients: remember, recall, forget, restore, feedback, relate,
+    stats (stdio by default: register the command in the client's config)."""
+    from mnemonia.mcp import serve
+
+    serve(path, tenant=tenant, http=http, host=host, port=port)
 
 
 @app.command()

@@ -231,10 +231,10 @@ class MemoryEngine:
         """Async :meth:`add`."""
         return await asyncio.to_thread(self.add, text, **kwargs)
 
-    async def aadd_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str
-                        ) -> builtins.list[Memory]:
+    async def aadd_many(self, items: Sequence[Mapping[str, Any]], *, tenant: str,
+                        replace: bool = False) -> builtins.list[Memory]:
         """Async :meth:`add_many`."""
-        return await asyncio.to_thread(self.add_many, items, tenant=tenant)
+        return await asyncio.to_thread(self.add_many, items, tenant=tenant, replace=replace)
 
     def get(self, memory_id: str, *, tenant: str, touch: bool = False) -> Memory:
         """The memory with that id in that tenant (deleted ones too), or MemoryNotFoundError;
@@ -305,7 +305,7 @@ class MemoryEngine:
                                  include_superseded=include_superseded)
         return recall_mod.recall(self._rt, recall_mod.RecallRequest(**args, now=self._rt.now()))
 
-    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
+    async def arecall(self, query: str | None = None, **kwargs: Any) -> RecallResult:
         """Async :meth:`recall` (runs the blocking model and store calls off the loop)."""
         return await asyncio.to_thread(self.recall, query, **kwargs)
 

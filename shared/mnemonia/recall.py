@@ -294,6 +294,7 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     idx = rt.entity_indexes.get(tenant)
     if idx is not None:
         return idx
+    epoch = rt.index_epoch(tenant)
     rows = rt.sql.entity_counts(conn, tenant)
     names = [r[0] for r in rows]
     labels = [ent.entity_label(n) for n in names]
@@ -305,7 +306,7 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
         known.update(zip(new, rt.embedder.embed_documents(new), strict=True))
     matrix = np.stack([known[lb] for lb in labels]) if labels else None
     idx = EntityIndex(labels=labels, names=names, df=df, matrix=matrix)
-    rt.entity_indexes[tenant] = idx
+    rt.keep_index(rt.entity_indexes, tenant, idx, epoch)
     return idx
 
 
@@ -421,6 +422,7 @@ def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
     idx = rt.cue_indexes.get(tenant)
     if idx is not None:
         return idx
+    epoch = rt.index_epoch(tenant)
     record = use_record(rt.sql, conn, tenant)
     ids = [mid for mid, _ in record.cues]
     queries = [q for _, q in record.cues]
@@ -430,7 +432,7 @@ def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
     matrix = np.stack([rt.cue_vectors[q] for q in queries]) if queries else None
     idx = CueIndex(ids=ids, queries=queries, matrix=matrix, uses=record.uses,
                    fails=record.fails)
-    rt.cue_indexes[tenant] = idx
+    rt.keep_index(rt.cue_indexes, tenant, idx, epoch)
     return idx
 
 

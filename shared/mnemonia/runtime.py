@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -70,6 +70,8 @@ class CueIndex:
     uses: dict[str, int]
     fails: dict[str, int]
 
+
+_Index = TypeVar("_Index")
 
 RECENT_QUERIES = 4096
 """Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
@@ -186,6 +188,8 @@ class Runtime:
         self.known_tenants: set[str] = set()
         self.closed = False
         self._lock = threading.RLock()
+        self._cache_lock = threading.Lock()  # the index caches, their epochs, recent queries
+        self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
         self._folder_lock = lock
 
     @classmethod
@@ -281,9 +285,28 @@ class Runtime:
         self.term_index = None
         self.word_expansions = {}
 
+    def index_epoch(self, tenant: str) -> int:
+        """How often the tenant's entity or cue index was dropped so far: read it before the
+        reads an index is built from, and hand it to :meth:`keep_index`."""
+        return self._index_epochs.get(tenant, 0)
+
+    def keep_index(self, cache: dict[str, _Index], tenant: str, index: _Index,
+                   epoch: int) -> None:
+        """Cache ``index`` unless a write dropped the tenant's indexes since ``epoch``: its
+        reads may then predate that write (another thread's), so it serves only the recall
+        that built it and the next one builds afresh."""
+        with self._cache_lock:
+            if self._index_epochs.get(tenant, 0) == epoch:
+                cache[tenant] = index
+
+    def _drop_index(self, cache: dict[str, Any], tenant: str) -> None:
+        with self._cache_lock:
+            self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
+            cache.pop(tenant, None)
+
     def forget_entities(self, tenant: str) -> None:
         """Drop the tenant's entity index (it is rebuilt on the next recall)."""
-        self.entity_indexes.pop(tenant, None)
+        self._drop_index(self.entity_indexes, tenant)
 
     def forget_indexes(self, tenant: str) -> None:
         """Drop the tenant's entity and cue indexes: its memories and events changed
@@ -293,17 +316,18 @@ class Runtime:
 
     def forget_cues(self, tenant: str) -> None:
         """Drop the tenant's cue index (it is rebuilt on the next recall)."""
-        self.cue_indexes.pop(tenant, None)
+        self._drop_index(self.cue_indexes, tenant)
 
     def note_queries(self, tenant: str, ids: Sequence[str], query: str) -> None:
         """Remember that ``query`` recalled ``ids`` (the cue of a use reported later)."""
-        self.last_recall[tenant] = list(ids)
-        recent = self.recent_queries.setdefault(tenant, OrderedDict())
-        for mid in ids:
-            recent[mid] = query
-            recent.move_to_end(mid)
-        while len(recent) > RECENT_QUERIES:
-            recent.popitem(last=False)
+        with self._cache_lock:  # recalls on several threads: no pop between set and move
+            self.last_recall[tenant] = list(ids)
+            recent = self.recent_queries.setdefault(tenant, OrderedDict())
+            for mid in ids:
+                recent[mid] = query
+                recent.move_to_end(mid)
+            while len(recent) > RECENT_QUERIES:
+                recent.popitem(last=False)
 
     def last_recalled(self, tenant: str) -> list[str]:
         """Ids of the tenant's last recall with touches in this process (none: ``[]``)."""

@@ -409,7 +409,9 @@ def test_every_cli_command_is_fuzzed() -> None:
     from mnemonia.cli import app
 
     names = {c.name or c.callback.__name__ for c in app.registered_commands}  # type: ignore[union-attr]
-    assert names - {"export", "import"} == set(CLI_COMMANDS)  # export/import: format v2 change
+    # export/import: format v2 change; mcp serves until stopped (tests/integration/test_mcp.py
+    # sends its tools bad arguments)
+    assert names - {"export", "import", "mcp"} == set(CLI_COMMANDS)
 
 
 @pytest.fixture(scope="module")
