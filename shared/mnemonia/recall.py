@@ -41,9 +41,10 @@ ENTITY_POOL = 5
 SUMMARY_CHARS = 80
 """Length of the one-line summary of a linked memory in a hit."""
 PREFILTER_LIMIT = 2048
-"""With a ``where`` condition that the nearest neighbours do not satisfy often enough, the
-matching memories are read by SQL and ranked by their stored vectors, when there are at
-most this many of them (else the dense pool keeps widening)."""
+"""With a ``where`` condition, the dense pool widens by the share of neighbours that satisfy
+it; when it would have to grow past this many, the matching memories are read by SQL and
+ranked exactly by their stored vectors instead, if there are at most this many of them (else
+the pool keeps widening)."""
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 
@@ -153,13 +154,20 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
                  if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
         if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
             break
-        exact = _prefiltered(rt, conn, col, req, qvec, n_dense, c)
+        if req.where is None:
+            n_dense *= 4
+            continue
+        # a filter: widen as far as its share of the neighbours says (twice over); when that
+        # is far, a selective filter is cheaper read by SQL and ranked exactly
+        wider = max(n_dense * 4, math.ceil(2 * n_dense * req.k / max(1, len(shown))))
+        exact = _prefiltered(rt, conn, col, req, qvec, n_dense, c) \
+            if wider > PREFILTER_LIMIT else None
         if exact is not None:
             got = exact
             shown = [i for i in got
                      if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
             break
-        n_dense *= 4
+        n_dense = wider
     c.cos.update({i: got[i] for i in shown})
     need_vec = [i for i, _ in kw_hits if i not in c.cos and i in c.rows
                 and visible(c.rows[i], req.topic, req.include_superseded)]

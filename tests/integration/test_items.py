@@ -274,6 +274,12 @@ def test_item_reads_use_the_indexes_and_a_limit(engine: MemoryEngine, clock: Man
     assert steps and all("USING INDEX ix_memories_item_" in p for p in steps), steps
     keyed = [p for (sql, _), p in zip(seen, plans, strict=True) if "AS expires" in sql]
     assert keyed and all("ix_memories_item_key" in p for p in keyed), keyed
+    # a search with a query reads its candidates by id, the filter checked on those rows
+    seen.clear()
+    assert engine.items.search(("n1",), query="note", filter={"odd": 1}, limit=3, touch=False)
+    by_id = [p for (sql, _), p in zip(seen, _plans(engine, seen), strict=True)
+             if "WHERE m.id IN" in sql]
+    assert by_id and all("item" not in p and "SCAN" not in p for p in by_id), by_id
 
 
 # -- expiry ----------------------------------------------------------------------------------
@@ -333,3 +339,31 @@ def test_items_of_an_older_store_are_found_after_the_migration(
         again = items.get(("users", "alice"), ["alpha"], space="s-1")["alpha"]
         assert again.memory_id == "lg-old-alpha" and again.value == {"k": 2}  # in place
         assert again.created_at == START
+
+
+def test_a_filtered_query_search_fills_the_page_however_selective_the_filter(
+        engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nearest neighbours widen by the filter's share of them; a filter too selective for
+    that is read by SQL and ranked exactly (``matching_ids``), so both fill the page."""
+    engine.items.put([ItemWrite(namespace=("w",), key=f"k{i:03d}",
+                                value={"bucket": i % 10, "rare": i in (7, 300, 599)},
+                                text=f"garden note {i} about tomatoes and basil")
+                      for i in range(600)])
+    calls: list[int] = []
+    matching = repository.SideStore.matching_ids
+
+    def spy(self: Any, conn: Any, tenant: str, where: Any, limit: int) -> list[str]:
+        out = matching(self, conn, tenant, where, limit)
+        calls.append(len(out))
+        return out
+
+    monkeypatch.setattr(repository.SideStore, "matching_ids", spy)
+    some = engine.items.search(("w",), query="garden tomatoes", filter={"bucket": 3},
+                               limit=8, touch=False)
+    assert len(some) == 8 and all(i.value["bucket"] == 3 for i in some)
+    assert calls == []  # widened by the share that passed: no SQL read of every match
+    rare = engine.items.search(("w",), query="garden tomatoes", filter={"rare": True},
+                               limit=8, touch=False)
+    assert sorted(i.key for i in rare) == ["k007", "k300", "k599"]
+    assert calls == [3]
+    assert engine.items.search(("w",), query="garden", filter={"bucket": 99}) == []

@@ -645,7 +645,9 @@ class SideStore:
         """An item at ``path``, not expired, ``indexed`` (or not) if asked, matching
         ``where``: what recall's candidate rows must satisfy in a store search."""
         x = self._items_sql()
-        cond = SqlCondition(f"{x['path']} = ? AND ({x['expires']} IS NULL OR "
+        # ``|| ''``: not the indexed expression, so a read by id (recall's candidate rows)
+        # keeps its primary-key lookups instead of walking the namespace's path index
+        cond = SqlCondition(f"({x['path']} || '') = ? AND ({x['expires']} IS NULL OR "
                             f"{x['expires']} > ?)", (path, now))
         if indexed is not None:
             cond = cond.and_(self.item_indexed(indexed))
