@@ -73,33 +73,38 @@ PerQuestion = list[tuple[str, str, int, dict[int, float]]]
 
 # The ablation: each row switches on one more part of the pipeline; the fifth row is the
 # shipped configuration. Keys not named are the shipped defaults (MnemoniaConfig()).
-_NO_KEYWORD = {"keyword_candidates": 0, "hybrid_keyword_weight": 0.0, "keyword_dates": False}
+_NO_KEYWORD = {"keyword_candidates": 0, "hybrid_keyword_weight": 0.0, "keyword_dates": False,
+               "keyword_idf": False, "keyword_expansion": 0.0}
 _NO_DATES = {"keyword_dates": False}
+_NO_IDF = {"keyword_idf": False}
+_NO_EXPANSION = {"keyword_expansion": 0.0}
+_NO_SPEAKER = {"speaker_weight": 0.0}
+_NO_CONTEXT = {"context_weight": 0.0}
 _NO_SPREAD = {"spread_depth": 0}
 _NO_ENTITIES = {"entity_fanout": 0}
+_LATER = {**_NO_SPREAD, **_NO_ENTITIES}
 ABLATION: list[tuple[str, dict[str, Any]]] = [
-    ("dense only", {**_NO_KEYWORD, **_NO_SPREAD, **_NO_ENTITIES}),
-    ("+ keyword (candidates, fusion)", {**_NO_DATES, **_NO_SPREAD, **_NO_ENTITIES}),
-    ("+ dates in keyword text", {**_NO_SPREAD, **_NO_ENTITIES}),
-    ("+ spreading (follows, related_to)", {**_NO_ENTITIES}),
+    ("dense only", {**_NO_KEYWORD, **_NO_SPEAKER, **_NO_CONTEXT, **_LATER}),
+    ("+ keyword (candidates, fusion)",
+     {**_NO_DATES, **_NO_IDF, **_NO_EXPANSION, **_NO_SPEAKER, **_NO_CONTEXT, **_LATER}),
+    ("+ dates in keyword text", {**_NO_IDF, **_NO_EXPANSION, **_NO_SPEAKER, **_NO_CONTEXT,
+                                 **_LATER}),
+    ("+ IDF weights", {**_NO_EXPANSION, **_NO_SPEAKER, **_NO_CONTEXT, **_LATER}),
+    ("+ keyword expansion (word vectors)", {**_NO_SPEAKER, **_NO_CONTEXT, **_LATER}),
+    ("+ named speaker", {**_NO_CONTEXT, **_LATER}),
+    ("+ session context", {**_LATER}),
+    ("+ spreading (follows, related_to, same_entity)", {**_NO_ENTITIES}),
     ("+ entities = shipped defaults", {}),
     ("+ lifecycle terms (agent_memory, 1 d)", {"default_mode": "agent_memory"}),
-    ("  ... general, 1 d", {"default_mode": "general"}),
-    ("  ... agent_memory, 30 d", {"default_mode": "agent_memory",
-                                  "retention_half_life": 30 * 86400.0}),
-    ("  ... agent_memory, 1 year", {"default_mode": "agent_memory",
-                                    "retention_half_life": 365 * 86400.0}),
-    ("previous defaults (w .3, decay .5)", {"hybrid_keyword_weight": 0.3, "spread_decay": 0.5,
-                                           "keyword_dates": False,
-                                           "default_mode": "agent_memory"}),
+    ("previous defaults (2026-11-23)", {**_NO_IDF, **_NO_EXPANSION, **_NO_SPEAKER,
+                                        **_NO_CONTEXT}),
 ]
 
 # Held-out check: the grid a "tuning" run chooses from (by mean R@5+R@10+R@20).
 HELDOUT_GRID: dict[str, Sequence[Any]] = {
-    "hybrid_keyword_weight": (0.3, 0.45, 0.6),
-    "spread_decay": (0.5, 1.0),
-    "keyword_dates": (False, True),
-    "default_mode": ("relevance", "agent_memory"),
+    "keyword_expansion": (0.0, 0.5),
+    "speaker_weight": (0.0, 0.1),
+    "context_weight": (0.0, 0.3),
 }
 
 
@@ -409,7 +414,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="maintenance after ingest (default: the enrichment sweep)")
     ap.add_argument("--ablation", action="store_true", help="also print the ablation table")
     ap.add_argument("--heldout", action="store_true",
-                    help="also run the held-out check (tune on 3 conversations, score the rest)")
+                    help="also run the leave-one-conversation-out check (tune on the others)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads for the model (default 1: on a busy machine more "
                          "threads wait on each other and query embedding gets 10-20x slower)")
@@ -446,7 +451,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(ablation_table(ablation(bench)))
         if args.heldout:
             bench.log("held-out check ...")
-            out = heldout(bench, ours, base)
+            # leave one conversation out: tune on the others, score the one left out
+            out = heldout(bench, ours, base, n_tune=max(1, len(convs) - 1))
             print()
             n = out["n_tune"]
             print(f"held-out: each of the {len(out['chosen'])} splits of the {len(convs)} "

@@ -93,6 +93,8 @@ DEFAULT_ENRICH_INTERVAL: float = 60.0
 DEFAULT_REVIEW_INTERVAL: float = 600.0
 DEFAULT_EVICT_INTERVAL: float = 3600.0
 DEFAULT_CONSOLIDATE_INTERVAL: float = 3600.0
+DEFAULT_EXPIRE_INTERVAL: float = 300.0
+"""Seconds between two TTL sweeps of expired keyed items (LangGraph's default: 5 minutes)."""
 DEFAULT_MAINTENANCE_POLL_SECONDS: float = 1.0
 DEFAULT_MAINTENANCE_LEASE_SECONDS: float = 300.0
 DEFAULT_RERANK_CANDIDATES: int = 20
@@ -188,6 +190,7 @@ class MnemoniaConfig:
     review_interval: float = DEFAULT_REVIEW_INTERVAL
     evict_interval: float = DEFAULT_EVICT_INTERVAL
     consolidate_interval: float = DEFAULT_CONSOLIDATE_INTERVAL
+    expire_interval: float = DEFAULT_EXPIRE_INTERVAL
     maintenance_poll_seconds: float = DEFAULT_MAINTENANCE_POLL_SECONDS
     maintenance_lease_seconds: float = DEFAULT_MAINTENANCE_LEASE_SECONDS
     # Input limits
@@ -408,6 +411,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "review_interval": (0.0, math.inf, False, False),
     "evict_interval": (0.0, math.inf, False, False),
     "consolidate_interval": (0.0, math.inf, False, False),
+    "expire_interval": (0.0, math.inf, False, False),
     "maintenance_poll_seconds": (0.0, math.inf, False, False),
     "maintenance_lease_seconds": (0.0, math.inf, False, False),
 }

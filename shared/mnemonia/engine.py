@@ -33,6 +33,7 @@ from mnemonia.clock import Clock, SystemClock
 from mnemonia.config import MnemoniaConfig, config_file
 from mnemonia.embeddings import as_embedder, as_reranker
 from mnemonia.errors import InvalidInputError
+from mnemonia.items import ItemStore
 from mnemonia.maintenance.scheduler import Scheduler
 from mnemonia.models import Event, Memory, RecallResult, Relation
 from mnemonia.runtime import Runtime, Summariser, store_folder
@@ -61,6 +62,7 @@ class MemoryEngine:
         self.embedder: Any = runtime.embedder
         self.path: Path | None = runtime.path
         self.scheduler: Scheduler | None = None  # background maintenance, when it runs
+        self.items = ItemStore(runtime)  # keyed JSON items in namespaces (LangGraph's model)
 
     @classmethod
     def open(

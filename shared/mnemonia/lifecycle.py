@@ -19,7 +19,7 @@ from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import sm2
 
-__all__ = ["feedback", "forget", "get", "history", "list_memories", "pin", "relate",
+__all__ = ["feedback", "forget", "get", "history", "list_memories", "pin", "purge", "relate",
            "relations", "restore", "review_update", "stats", "supersede", "update_metadata"]
 
 
@@ -122,14 +122,25 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
     with rt.exclusive():
         with rt.sql.begin() as conn:
             rt.sql.row(conn, tenant, memory_id)
-            rt.sql.update_memory(conn, memory_id, status="deleting")
+        purge(rt, tenant, [memory_id])
+
+
+def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
+    """Remove memories of ``tenant`` for good: vectors, rows, logs, relations (what a hard
+    ``forget`` does, for many at once). Rows are marked ``deleting`` first, so a crash
+    half-way is finished by the next open."""
+    if not ids:
+        return
+    with rt.exclusive():
+        with rt.sql.begin() as conn:
+            rt.sql.update_ids(conn, ids, status="deleting")
         col = rt.collection(tenant, create=False)
         if col is not None:
-            rt.vectors.delete(col, [memory_id])
+            rt.vectors.delete(col, ids)
         with rt.sql.begin() as conn:
-            rt.sql.purge(conn, tenant, [memory_id])
+            rt.sql.purge(conn, tenant, ids)
             rt.forget_indexes(tenant)
-            rt.sql.clear_references(conn, memory_id)
+            rt.sql.clear_references(conn, ids)
 
 
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:

@@ -8,7 +8,8 @@ from typing import Any
 
 from mnemonia.scoring.sm2 import SM2State
 
-__all__ = ["KINDS", "Event", "Explanation", "Hit", "Link", "Memory", "RecallResult", "Relation"]
+__all__ = ["KINDS", "Event", "Explanation", "Hit", "ItemWrite", "KeyedItem", "Link", "Memory",
+           "RecallResult", "Relation"]
 
 KINDS = ("episode", "fact", "concept")
 
@@ -193,3 +194,34 @@ class Event:
     at: datetime
     before: dict[str, Any] | None
     after: dict[str, Any] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemWrite:
+    """One write of a keyed item (:attr:`MemoryEngine.items`): ``value`` ``None`` deletes it.
+
+    ``text`` is what is embedded and searched; ``None`` keeps the item out of ranked search
+    (its value is then stored as the memory's text). ``ttl`` is in minutes (``None``: it
+    never expires); each refresh sets the expiry ``ttl`` minutes from then."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] | None
+    text: str | None = None
+    ttl: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeyedItem:
+    """A keyed item as stored: its namespace, key and JSON value; ``score`` is the recall
+    score in a search with a query (``None`` otherwise, or for items that are not indexed);
+    ``expires_at`` is ``None`` for items without a TTL."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    memory_id: str
+    score: float | None = None
+    expires_at: datetime | None = None

@@ -22,7 +22,7 @@ from mnemonia.runtime import CueIndex, EntityIndex, Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
-from mnemonia.store.repository import Connection
+from mnemonia.store.repository import Connection, SqlCondition
 from mnemonia.validation import embed_text, row_embed_text, row_speaker
 
 __all__ = ["Candidates", "RecallRequest", "SeedInfo", "final_score", "recall"]
@@ -43,6 +43,11 @@ CONTEXT_SOURCES = 10
 """Candidates (the best fused) whose unread session neighbours are read and scored."""
 SUMMARY_CHARS = 80
 """Length of the one-line summary of a linked memory in a hit."""
+PREFILTER_LIMIT = 2048
+"""With a ``where`` condition, the dense pool widens by the share of neighbours that satisfy
+it; when it would have to grow past this many, the matching memories are read by SQL and
+ranked exactly by their stored vectors instead, if there are at most this many of them (else
+the pool keeps widening)."""
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 
@@ -64,6 +69,7 @@ class RecallRequest:
     user_id: str | None
     now: datetime
     include_superseded: bool = False
+    where: SqlCondition | None = None  # only memories matching it (a store search's filter)
 
 
 @dataclass
@@ -145,12 +151,26 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
         got = dict(zip(ids[0], sims[0], strict=True))
         # one read for the dense and the keyword candidates
         c.rows.update(rt.sql.rows(conn, req.tenant, [
-            i for i in (*got, *(i for i, _ in kw_hits)) if i not in c.rows], edges=True))
+            i for i in (*got, *(i for i, _ in kw_hits)) if i not in c.rows], edges=True,
+            where=req.where))
         shown = [i for i in got
                  if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
         if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
             break
-        n_dense *= 4
+        if req.where is None:
+            n_dense *= 4
+            continue
+        # a filter: widen as far as its share of the neighbours says (twice over); when that
+        # is far, a selective filter is cheaper read by SQL and ranked exactly
+        wider = max(n_dense * 4, math.ceil(2 * n_dense * req.k / max(1, len(shown))))
+        exact = _prefiltered(rt, conn, col, req, qvec, n_dense, c) \
+            if wider > PREFILTER_LIMIT else None
+        if exact is not None:
+            got = exact
+            shown = [i for i in got
+                     if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
+            break
+        n_dense = wider
     c.cos.update({i: got[i] for i in shown})
     need_vec = [i for i, _ in kw_hits if i not in c.cos and i in c.rows
                 and visible(c.rows[i], req.topic, req.include_superseded)]
@@ -158,6 +178,28 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
         vecs = rt.candidate_vectors(conn, col, need_vec)
         c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
     return c
+
+
+def _prefiltered(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
+                 qvec: np.ndarray, n: int, c: Candidates) -> dict[str, float] | None:
+    """The ``n`` memories matching ``req.where`` nearest to the query, ranked exactly by their
+    stored vectors (their rows read into ``c``), when at most :data:`PREFILTER_LIMIT` match:
+    a selective filter, for which widening the nearest neighbours would read most of the
+    tenant to find enough. ``None`` when more match (widening then finds them soon)."""
+    if req.where is None:
+        return None
+    ids = rt.sql.matching_ids(conn, req.tenant, req.where, PREFILTER_LIMIT + 1)
+    if len(ids) > PREFILTER_LIMIT:
+        return None
+    vecs = rt.candidate_vectors(conn, col, ids)
+    order = list(vecs)
+    if not order:
+        return {}
+    sims = np.stack([vecs[i] for i in order]) @ qvec
+    got = {order[j]: float(sims[j]) for j in np.argsort(-sims, kind="stable")[:n]}
+    c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
+                              edges=True, where=req.where))
+    return got
 
 
 # -- 2. fusion --------------------------------------------------------------------------------
@@ -396,7 +438,7 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
                                                  cfg.entity_fanout * ENTITY_POOL)
     new = [i for i in linked if i not in c.rows]
     if new:
-        c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True))
+        c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True, where=req.where))
     linked = [i for i in linked
               if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
     need = [i for i in linked if i not in c.cos]
@@ -512,7 +554,8 @@ class _Spreader:
         edges = self._choose(raw, frontier, level)
         new = [i for i in {e.dst for e in edges} | {e.src for e in edges} if i not in rows]
         if new:
-            rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True))
+            rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True,
+                                         where=self.req.where))
             self.topics.update({i: rows[i].topic for i in new if i in rows})
         # Another topic does not stop spreading: the target is reached at x cross_topic_penalty
         # (scoring.activation.spread reads the topics).
@@ -700,7 +743,7 @@ def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     w = weights(rt.config)
     with rt.reading() as conn:
         ids = sorted(rt.sql.entity_members(conn, req.tenant, req.entity or ""))
-        c = Candidates(rows=rt.sql.rows(conn, req.tenant, ids))
+        c = Candidates(rows=rt.sql.rows(conn, req.tenant, ids, where=req.where))
         shown = {i: r for i, r in c.rows.items() if visible(r, req.topic, req.include_superseded)}
         ranked = sorted(((priority_of(rt.config, r, req.now, w), i) for i, r in shown.items()
                          if r.consolidated_into not in shown), key=lambda t: (-t[0], t[1]))

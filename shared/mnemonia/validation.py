@@ -48,6 +48,11 @@ __all__ = [
     "callable_or_none",
     "entities",
     "finite_unit",
+    "item_filter",
+    "item_key",
+    "item_namespace",
+    "item_space",
+    "item_ttl",
     "json_safe",
     "memory_id",
     "metadata",
@@ -435,3 +440,113 @@ def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: 
                 episode_k=episode_k, mode=mode_name, weights=weights, floor=floor,
                 touch=boolean(touch, "touch"), user_id=user_id,
                 include_superseded=boolean(include_superseded, "include_superseded"))
+
+
+# -- keyed items (mnemonia.items) -------------------------------------------------------------
+MAX_ITEM_KEY_CHARS = 1024
+"""Longest key (and longest namespace label) of a keyed item."""
+MAX_FILTER_VALUES = 2000
+"""Most values (operands, list elements, fields) one item filter may name."""
+FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin")
+"""The operators of an item value filter (LangGraph's, plus ``$in`` / ``$nin``)."""
+_SPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,19}$")
+
+
+def item_space(value: Any) -> str:
+    """An item space (the prefix of its tenants' names): 1-20 letters, digits, ``-`` or
+    ``_``, starting with a letter or digit."""
+    if not isinstance(value, str) or not _SPACE.match(value):
+        raise InvalidInputError(f"space={shown(value)}: must be 1-20 letters, digits, '-' or "
+                                "'_', starting with a letter or digit")
+    return value
+
+
+def _label(value: Any, what: str, *, empty: bool) -> str:
+    if not isinstance(value, str) or (not value and not empty) \
+            or len(value) > MAX_ITEM_KEY_CHARS or "\x00" in value:
+        size = "" if empty else "non-empty "
+        raise InvalidInputError(f"{what}={shown(value)}: must be a {size}string of at most "
+                                f"{MAX_ITEM_KEY_CHARS} characters without NUL")
+    return unicode(value, what)
+
+
+def item_namespace(value: Any, *, empty: bool = False) -> tuple[str, ...]:
+    """A namespace: a tuple (or list) of non-empty labels; ``()`` only with ``empty`` (a
+    search or listing prefix)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInputError(f"namespace={shown(value)}: must be a tuple of strings, "
+                                "e.g. ('users', 'alice')")
+    if not value and not empty:
+        raise InvalidInputError("namespace=(): an item's namespace has at least one label")
+    return tuple(_label(x, f"namespace label in {shown(tuple(value))}", empty=False)
+                 for x in value)
+
+
+def item_key(value: Any) -> str:
+    """An item key: a string (it may be empty) of at most 1024 characters without NUL."""
+    return _label(value, "key", empty=True)
+
+
+def item_ttl(value: Any) -> float | None:
+    """A time to live in minutes: ``None`` (never expires) or a finite number > 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value) or value <= 0:
+        raise InvalidInputError(f"ttl={shown(value)}: must be None or minutes > 0")
+    return float(value)
+
+
+def _filter_problems(value: Any, where: str, count: list[int], out: list[str]) -> None:
+    count[0] += 1
+    if count[0] > MAX_FILTER_VALUES:
+        if count[0] == MAX_FILTER_VALUES + 1:
+            out.append(f"the filter names more than {MAX_FILTER_VALUES} values")
+        return
+    if value is None or isinstance(value, bool | str):
+        return
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            out.append(f"{where}: {shown(value)} is not a finite number")
+        return
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _filter_problems(v, f"{where}[{i}]", count, out)
+        return
+    if not isinstance(value, Mapping):
+        out.append(f"{where}: {shown(value)} is not a JSON value (None, bool, number, string, "
+                   "list or dict)")
+        return
+    ops = any(isinstance(k, str) and k.startswith("$") for k in value)
+    for k, v in value.items():
+        if not isinstance(k, str) or '"' in k:
+            out.append(f"{where}: field {shown(k)} must be a string without '\"'")
+        elif ops and k not in FILTER_OPERATORS:
+            out.append(f"{where}: unsupported filter operator {k!r}; use "
+                       f"{', '.join(FILTER_OPERATORS)}")
+        elif k in ("$in", "$nin") and not isinstance(v, list | tuple):
+            out.append(f"{where}: {k} takes a list, got {shown(v)}")
+        else:
+            _filter_problems(v, f"{where}.{k}" if not ops else f"{where} {k}", count, out)
+
+
+def item_filter(value: Any) -> dict[str, Any]:
+    """A value filter of a keyed-item search: ``{field: value}`` (equality; a dict matches
+    the fields it names, a list element by element) or ``{field: {op: value}}`` with the
+    operators of :data:`FILTER_OPERATORS`. A dotted field (``"meta.lang"``) reaches into
+    nested dicts when the value has no such field. Every problem is reported in one
+    :class:`InvalidInputError` (a ``ValueError``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"filter={shown(value)}: must be a dict of field -> value")
+    problems: list[str] = []
+    count = [0]
+    for k, v in value.items():
+        if not isinstance(k, str) or '"' in k:
+            problems.append(f"filter field {shown(k)} must be a string without '\"'")
+        else:
+            _filter_problems(v, f"filter[{k!r}]", count, problems)
+    if problems:
+        raise InvalidInputError("; ".join(problems))
+    return dict(value)

@@ -23,7 +23,7 @@ CORE = ROOT / "shared" / "mnemonia"
 ADAPTERS = [ROOT / "packages" / "langchain-mnemonia" / "langchain_mnemonia",
             ROOT / "packages" / "llama-index-memory-mnemonia" / "llama_index"]
 
-# adapters, cli, mcp, ui -> engine -> {ingest, recall, lifecycle, transfer, maintenance}
+# adapters, cli, mcp, ui -> engine -> {ingest, recall, lifecycle, transfer, maintenance, items}
 # -> runtime -> {store, validation, embeddings, models, entities, config, clock} -> scoring
 # -> errors. A module may import its own layer and the layers below it, never one above.
 LAYERS: dict[str, int] = {
@@ -33,7 +33,7 @@ LAYERS: dict[str, int] = {
     "mnemonia.models": 2, "mnemonia.entities": 2, "mnemonia.config": 2, "mnemonia.clock": 2,
     "mnemonia.runtime": 3,
     "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,
-    "mnemonia.transfer": 4, "mnemonia.maintenance": 4,
+    "mnemonia.transfer": 4, "mnemonia.maintenance": 4, "mnemonia.items": 4,
     "mnemonia.engine": 5,
     "mnemonia.cli": 6, "mnemonia.mcp": 6, "mnemonia.ui": 6, "mnemonia": 6,
 }

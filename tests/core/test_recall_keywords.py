@@ -151,7 +151,7 @@ def _session(engine: MemoryEngine, clock: ManualClock) -> tuple[str, str]:
 
 def test_a_turn_is_lifted_by_its_session_neighbours(tmp_path: Path, clock: ManualClock) -> None:
     with _open(tmp_path, clock) as engine:
-        question, answer = _session(engine, clock)
+        _question, answer = _session(engine, clock)
         res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
         hit = _hit(res, answer)
         w = engine.config.hybrid_keyword_weight

@@ -134,12 +134,52 @@ def test_class_docstring_example_runs(module: str, cls: str, tmp_path: Path,
 def test_adapters_without_an_engine_share_the_embedded_default(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    # building the pydantic adapters opens no database (no side effect in a validator) ...
     retriever = langchain_mnemonia.MnemoniaRetriever(tenant="alice")
+    memory = langchain_mnemonia.MnemoniaMemory(tenant="alice")
+    assert retriever.engine is None and memory.engine is None
+    assert not (tmp_path / "memory").exists()
+    history = langchain_mnemonia.MnemoniaChatMessageHistory(tenant="alice", session_id="s")
     try:
-        history = langchain_mnemonia.MnemoniaChatMessageHistory(tenant="alice", session_id="s")
-        memory = langchain_mnemonia.MnemoniaMemory(tenant="alice")
+        history.add_user_message("Alice drinks green tea")
+        # ... and the first use opens the shared default, the one the others use
+        assert retriever.invoke("tea")[0].page_content == "Alice drinks green tea"
+        assert memory.load_memory_variables({"input": "what does Alice drink?"})["history"]
         store = langchain_mnemonia.MnemoniaStore()
         assert retriever.engine is history.engine is memory.engine is store.engine
         assert history.engine.path == (tmp_path / "memory").resolve()
     finally:
-        retriever.engine.close()
+        history.engine.close()
+
+
+def test_distribution_metadata_for_pypi() -> None:
+    """Classifiers (typed), project URLs, and a README whose links work on PyPI."""
+    import re
+    import tomllib
+
+    root = REPO / "packages" / "langchain-mnemonia"
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert "Typing :: Typed" in project["classifiers"]
+    urls = project["urls"]
+    assert urls["Repository"].startswith("https://github.com/")
+    assert all(u.startswith(urls["Repository"]) for u in urls.values())
+    readme = (root / "README.md").read_text()
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert links and all(link.startswith("https://") for link in links), links
+    assert (root / "langchain_mnemonia" / "py.typed").exists()
+
+
+@pytest.mark.parametrize(("module", "cls"), [
+    ("retrievers", "MnemoniaRetriever"),
+    ("chat_history", "MnemoniaChatMessageHistory"),
+    ("memory", "MnemoniaMemory"),
+    ("store", "MnemoniaStore"),
+])
+def test_docstrings_follow_the_integration_template(module: str, cls: str) -> None:
+    """LangChain's integration template: Setup (the pip line), Key init args, Instantiate,
+    Usage sections, in that order."""
+    doc = getattr(importlib.import_module(f"langchain_mnemonia.{module}"), cls).__doc__ or ""
+    heads = [doc.find(f"\n    {h}:\n") for h in ("Setup", "Key init args", "Instantiate",
+                                                 "Usage")]
+    assert all(h > 0 for h in heads) and heads == sorted(heads), heads
+    assert "pip install -U" in doc

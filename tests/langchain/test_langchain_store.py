@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_mnemonia import MnemoniaStore
-from langchain_mnemonia._private.namespaces import item_id, namespace_tenant
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
-from mnemonia import MemoryEngine
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.config import TENANT_PATTERN
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import InvalidInputError
+from mnemonia.store.schema import item_id, item_tenant
 
 from tests.contracts.langchain_store import StoreContract
 
@@ -62,24 +65,25 @@ class TestContractOnLangGraphsInMemoryStore(StoreContract):
     ("x" * 200,), ("with space", "and/slash"), ("-",), tuple("abcdefghijklmnop"),
 ])
 def test_namespace_maps_to_a_valid_distinct_tenant(namespace: tuple[str, ...]) -> None:
-    tenant = namespace_tenant(namespace, "lg")
+    tenant = item_tenant("lg", namespace)
     assert TENANT_PATTERN.match(tenant), tenant
-    assert tenant == namespace_tenant(namespace, "lg")  # deterministic
+    assert tenant == item_tenant("lg", namespace)  # deterministic
     assert tenant.startswith("lg-")
 
 
 def test_lookalike_namespaces_get_different_tenants() -> None:
     lookalikes = [("a-b",), ("a", "b"), ("a b",), ("a_b",), ("A", "b"), ("a", "b", "")]
-    assert len({namespace_tenant(ns, "lg") for ns in lookalikes}) == len(lookalikes)
-    assert item_id(("a",), "b-c") != item_id(("a", "b"), "c")
-    assert item_id(("a", "b"), "c") == item_id(("a", "b"), "c")
+    assert len({item_tenant("lg", ns) for ns in lookalikes}) == len(lookalikes)
+    assert item_id("lg", ("a",), "b-c") != item_id("lg", ("a", "b"), "c")
+    assert item_id("lg", ("a", "b"), "c") == item_id("lg", ("a", "b"), "c")
+    assert item_id("lg", ("a",), "k") != item_id("s1", ("a",), "k")  # one id per store
 
 
 def test_items_are_memories_in_their_namespace_tenant(engine: MemoryEngine) -> None:
     store = MnemoniaStore(engine=engine)
     store.put(("users", "alice"), "pet", {"text": "Alice has a cat called Miso", "n": 1})
     tenant = store.tenant_for(("users", "alice"))
-    mem = engine.get(item_id(("users", "alice"), "pet"), tenant=tenant)
+    mem = engine.get(item_id("lg", ("users", "alice"), "pet"), tenant=tenant)
     assert mem.text == "Alice has a cat called Miso"
     assert mem.kind == "fact"
     assert mem.metadata["langgraph"]["value"] == {"text": "Alice has a cat called Miso", "n": 1}
@@ -96,7 +100,7 @@ def test_embedded_text_follows_the_value(engine: MemoryEngine) -> None:
     store.put(ns, "c", {"color": "red", "size": 3})
     store.put(ns, "d", {"ctx": [{"content": "one"}, {"content": "two"}]},
               index=["ctx[*].content"])
-    texts = {k: engine.get(item_id(ns, k), tenant=tenant).text for k in "abcd"}
+    texts = {k: engine.get(item_id("lg", ns, k), tenant=tenant).text for k in "abcd"}
     assert texts == {"a": "from content", "b": "from memory",
                      "c": '{"color": "red", "size": 3}', "d": "one\ntwo"}
 
@@ -122,11 +126,11 @@ def test_search_runs_the_recall_pipeline(engine: MemoryEngine) -> None:
         engine.recall("green tea", tenant=tenant, k=1, min_activation=0,
                       touch=False).memories[0].score)
     # Search records the access, as recall does: the memory strengthens with use.
-    assert engine.get(item_id(ns, "tea"), tenant=tenant).access_count >= 1
+    assert engine.get(item_id("lg", ns, "tea"), tenant=tenant).access_count >= 1
     untouched = MnemoniaStore(engine=engine, touch=False)
-    before = engine.get(item_id(ns, "trip"), tenant=tenant).access_count
+    before = engine.get(item_id("lg", ns, "trip"), tenant=tenant).access_count
     untouched.search(ns, query="Lisbon")
-    assert engine.get(item_id(ns, "trip"), tenant=tenant).access_count == before
+    assert engine.get(item_id("lg", ns, "trip"), tenant=tenant).access_count == before
 
 
 def test_search_widens_when_the_filter_drops_hits(engine: MemoryEngine) -> None:
@@ -157,10 +161,142 @@ def test_operators_and_nested_filters(engine: MemoryEngine) -> None:
         keys({"text": {"$regex": "a"}})
 
 
-def test_ttl_is_not_supported(engine: MemoryEngine) -> None:
+def test_ttl_expires_refreshes_on_read_and_is_swept(engine: MemoryEngine,
+                                                    clock: ManualClock) -> None:
+    store = MnemoniaStore(engine=engine, ttl={"default_ttl": 10, "refresh_on_read": True})
+    ns = ("t",)
+    store.put(ns, "short", {"text": "short lived"}, ttl=1)
+    store.put(ns, "default", {"text": "default ttl"})  # 10 minutes
+    store.put(ns, "forever", {"text": "never expires"}, ttl=None)
+    clock.advance(timedelta(minutes=2))
+    # expired: gone from every read at once, before any sweep
+    assert store.get(ns, "short") is None
+    assert {i.key for i in store.search(ns)} == {"default", "forever"}  # refreshes "default"
+    assert {i.key for i in store.search(ns, query="short lived")} == {"default", "forever"}
+    tenant = store.tenant_for(ns)
+    assert engine.stats(tenant)["memories"] == 3  # not swept yet
+    clock.advance(timedelta(minutes=9))  # 11: alive only thanks to the refresh at 2
+    assert store.get(ns, "default", refresh_ttl=False) is not None
+    clock.advance(timedelta(minutes=2))  # 13: past 2 + 10
+    assert store.get(ns, "default") is None
+    assert store.sweep_ttl() == 2
+    assert engine.stats(tenant)["memories"] == 1
+    assert [i.key for i in store.search(ns)] == ["forever"]
+    assert store.sweep_ttl() == 0
+
+
+def test_without_refresh_on_read_reads_do_not_extend(engine: MemoryEngine,
+                                                      clock: ManualClock) -> None:
+    store = MnemoniaStore(engine=engine, ttl={"default_ttl": 5, "refresh_on_read": False})
+    store.put(("t",), "k", {"text": "a note"})
+    for _ in range(3):
+        clock.advance(timedelta(minutes=2))
+        store.get(("t",), "k")
+        store.search(("t",), query="note")
+    assert store.get(("t",), "k") is None  # 6 minutes after the write
+    store.put(("t",), "k", {"text": "a note again"})  # a write restarts it: a new item
+    item = store.get(("t",), "k")
+    assert item is not None and item.created_at == clock.now()
+
+
+def test_a_put_restarts_the_ttl_and_an_expired_key_comes_back_new(
+        engine: MemoryEngine, clock: ManualClock) -> None:
     store = MnemoniaStore(engine=engine)
-    with pytest.raises(NotImplementedError):
-        store.put(("t",), "k", {"v": 1}, ttl=5)
+    store.put(("t",), "k", {"v": 1}, ttl=1)
+    first = store.get(("t",), "k", refresh_ttl=False)
+    clock.advance(timedelta(seconds=50))
+    store.put(("t",), "k", {"v": 2}, ttl=1)  # replaces it in place, expiry restarted
+    clock.advance(timedelta(seconds=50))
+    again = store.get(("t",), "k")
+    assert first is not None and again is not None
+    assert again.value == {"v": 2} and again.created_at == first.created_at
+    clock.advance(timedelta(minutes=2))
+    assert store.list_namespaces() == []
+    store.put(("t",), "k", {"v": 3})
+    new = store.get(("t",), "k")
+    assert new is not None and new.created_at > first.created_at
+    assert store.sweep_ttl() == 0  # the expired version went with the new put
+
+
+def test_the_engines_maintenance_sweeps_on_its_cadence(
+        tmp_path: Path, clock: ManualClock, hashing_embedder: HashingEmbedder) -> None:
+    cfg = MnemoniaConfig.load(env={}, expire_interval=60.0)  # background maintenance
+    with MemoryEngine.open(tmp_path / "bg", config=cfg, clock=clock,
+                           embedder=hashing_embedder) as eng:
+        store = MnemoniaStore(engine=eng)
+        store.put(("t",), "k", {"text": "brief"}, ttl=1)
+        tenant = store.tenant_for(("t",))
+        clock.advance(timedelta(seconds=30))
+        assert eng.stats(tenant)["memories"] == 1
+        clock.advance(timedelta(seconds=61))  # due, and the item has expired
+        assert eng.stats(tenant)["memories"] == 0
+        assert eng.scheduler is not None and eng.scheduler.runs["expire"] >= 1
+        assert eng.maintain().counts["expired"] == 0
+
+
+async def test_ttl_through_the_async_api_and_a_sweeper_thread(
+        engine: MemoryEngine, clock: ManualClock) -> None:
+    store = MnemoniaStore(engine=engine, ttl={"sweep_interval_minutes": 1})
+    await store.aput(("t",), "a", {"text": "one"}, ttl=1)
+    await store.aput(("t",), "b", {"text": "two"}, ttl=1)
+    clock.advance(timedelta(minutes=2))
+    assert await store.aget(("t",), "a") is None
+    assert await store.asearch(("t",)) == []
+    assert await store.alist_namespaces() == []
+    assert await store.asweep_ttl() == 2
+    await store.aput(("t",), "c", {"text": "three"}, ttl=1)
+    clock.advance(timedelta(minutes=2))
+    sweeper = store.start_ttl_sweeper()
+    assert store.start_ttl_sweeper() is sweeper and sweeper.intervals["expire"] == 60.0
+    try:
+        for _ in range(100):  # the thread sweeps at start, then every minute of the clock
+            if engine.stats(store.tenant_for(("t",)))["memories"] == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert engine.stats(store.tenant_for(("t",)))["memories"] == 0
+        assert [j for j, every in sweeper.intervals.items() if every] == ["expire"]
+    finally:
+        assert store.stop_ttl_sweeper(timeout=10)
+
+
+@pytest.mark.parametrize("ttl", [{"default_ttl": 0}, {"default_ttl": "5"}, {"bogus": 1},
+                                 {"refresh_on_read": "yes"}, {"sweep_interval_minutes": -1},
+                                 ["default_ttl"]])
+def test_bad_ttl_configs_are_refused(engine: MemoryEngine, ttl: Any) -> None:
+    with pytest.raises(InvalidInputError, match="ttl"):
+        MnemoniaStore(engine=engine, ttl=ttl)
+
+
+def test_bad_ttls_are_refused_before_anything_is_written(engine: MemoryEngine) -> None:
+    store = MnemoniaStore(engine=engine)
+    for bad in (0, -1, float("nan"), "5"):
+        with pytest.raises(InvalidInputError, match="ttl"):
+            store.batch([PutOp(("t",), "ok", {"v": 1}), PutOp(("t",), "k", {"v": 1}, ttl=bad)])
+    assert store.list_namespaces() == []
+
+
+def test_a_forgotten_item_put_again_is_back(engine: MemoryEngine) -> None:
+    """A key whose memory was soft-deleted (forget, or eviction) is written anew."""
+    store = MnemoniaStore(engine=engine)
+    store.put(("t",), "k", {"text": "first"})
+    tenant = store.tenant_for(("t",))
+    engine.forget(item_id("lg", ("t",), "k"), tenant=tenant)
+    assert store.get(("t",), "k") is None and store.list_namespaces() == []
+    store.put(("t",), "k", {"text": "second"})
+    item = store.get(("t",), "k")
+    assert item is not None and item.value == {"text": "second"}
+    assert [i.key for i in store.search(("t",), query="second")] == ["k"]
+
+
+def test_two_stores_on_one_engine_keep_their_items_apart(engine: MemoryEngine) -> None:
+    a = MnemoniaStore(engine=engine, tenant_prefix="a")
+    b = MnemoniaStore(engine=engine, tenant_prefix="b")
+    a.put(("users",), "k", {"text": "from a"})
+    b.put(("users",), "k", {"text": "from b"})  # same namespace and key: no clash
+    assert a.get(("users",), "k").value == {"text": "from a"}  # type: ignore[union-attr]
+    assert [i.value for i in b.search(("users",), query="from")] == [{"text": "from b"}]
+    b.delete(("users",), "k")
+    assert a.list_namespaces() == [("users",)] and b.list_namespaces() == []
 
 
 def test_values_must_be_json_dicts_and_nothing_is_lost_on_error(engine: MemoryEngine) -> None:
@@ -192,8 +328,6 @@ def test_values_within_the_metadata_limits(engine: MemoryEngine) -> None:
     item = store.get(("t",), "k")
     assert item is not None and item.value == {"v": 1}
     # every value of a batch is checked first: the delete before the bad put is not done
-    from langgraph.store.base import PutOp
-
     with pytest.raises(InvalidInputError, match="value of key 'big'"):
         store.batch([PutOp(("t",), "k", None), PutOp(("u",), "big", {"b": "x" * 70_000})])
     assert store.get(("t",), "k") is not None

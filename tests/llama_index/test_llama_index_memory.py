@@ -15,7 +15,6 @@ from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.memory.mnemonia import MnemoniaMemory
-from llama_index.memory.mnemonia import _private as P
 from mnemonia import MemoryEngine, MnemoniaConfig
 from mnemonia.errors import InvalidInputError, InvalidTenantError, MnemoniaError
 
@@ -291,13 +290,12 @@ def test_bad_engine_and_messages_are_refused(engine: MemoryEngine) -> None:
 # ---------------------------------------------------------------------------------------
 @pytest.fixture
 def reported(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list]]:
-    """Record ``engine.report_use`` calls (the engine's maintenance module may be absent)."""
+    """Record ``engine.report_use`` calls."""
     calls: list[tuple[str, list]] = []
 
     def spy(reply: str, ids: list[str], *, tenant: str) -> list[str]:
         calls.append((reply, list(ids)))
         return list(ids)
-    monkeypatch.setattr(P, "maintenance_available", lambda: True)
     monkeypatch.setattr(engine, "report_use", spy)
     return calls
 

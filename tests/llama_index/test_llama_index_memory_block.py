@@ -12,7 +12,6 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.memory import Memory
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.memory.mnemonia import MnemoniaMemoryBlock
-from llama_index.memory.mnemonia import _private as P
 from mnemonia import MemoryEngine
 from mnemonia.errors import InvalidInputError, InvalidTenantError
 
@@ -160,7 +159,6 @@ def reported(engine: MemoryEngine, monkeypatch: pytest.MonkeyPatch) -> list[tupl
     def spy(reply: str, ids: list[str], *, tenant: str) -> list[str]:
         calls.append((reply, list(ids)))
         return list(ids)
-    monkeypatch.setattr(P, "maintenance_available", lambda: True)
     monkeypatch.setattr(engine, "report_use", spy)
     return calls
 

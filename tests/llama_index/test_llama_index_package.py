@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import gc
 import importlib.metadata
+import re
 import tempfile
 import tomllib
 from pathlib import Path
@@ -95,3 +96,30 @@ def test_without_an_engine_the_adapters_share_the_embedded_default(
     finally:
         for eng in opened:
             eng.close()
+
+
+def test_distribution_metadata_for_pypi_and_llamahub() -> None:
+    """What PyPI and LlamaHub show: classifiers (typed), project URLs, a README whose links
+    work off GitHub (absolute), and the LlamaHub table LlamaIndex's own packages carry."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project, hub = meta["project"], meta["tool"]["llamahub"]
+    assert "Typing :: Typed" in project["classifiers"]
+    urls = project["urls"]
+    assert urls["Repository"].startswith("https://github.com/")
+    assert all(u.startswith(urls["Repository"]) for u in urls.values())
+    assert hub["import_path"] == pkg.__name__
+    assert sorted(hub["class_authors"]) == [n for n in pkg.__all__ if n != "__version__"]
+    readme = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert links and all(link.startswith("https://") for link in links), links
+    assert f"pip install {project['name']}" in readme
+
+
+def test_the_memory_trims_with_llama_index_s_own_buffer() -> None:
+    """No token trimming of our own: the short-term window is ``ChatMemoryBuffer.get``."""
+    import inspect
+
+    from llama_index.memory.mnemonia import _private, base
+
+    assert "ChatMemoryBuffer.from_defaults" in inspect.getsource(base.MnemoniaMemory)
+    assert not hasattr(_private, "trim_history")

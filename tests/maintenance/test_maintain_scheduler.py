@@ -52,7 +52,7 @@ def test_maintain_runs_everything_and_counts(make_engine, clock: ManualClock) ->
     counts = report.counts
     assert counts == {"tenants": 1, "enriched": 4, "evicted": 0, "concepts_created": 1,
                       "members_consolidated": 2, "reviewed": t.review.reviewed, "scanned": 3,
-                      "promoted": 1}
+                      "promoted": 1, "expired": 0}
     json.dumps(report.as_dict())  # JSON-safe
     # the concept pushed the tenant over max_memories: the next run evicts down to it
     again = eng.maintain()
@@ -91,7 +91,7 @@ def test_scheduler_custom_intervals_and_disabled_jobs(engine: MemoryEngine,
     scheduler = mt.Scheduler(engine, intervals={"reevaluate": 60, "consolidate": None},
                              poll_interval=0.01)
     done = scheduler.run_pending()
-    assert set(done) == {"enrich", "evict", "review", "reevaluate"}
+    assert set(done) == {"enrich", "evict", "review", "reevaluate", "expire"}
     assert scheduler.run_pending() == {}
     clock.advance(timedelta(seconds=60))
     assert set(scheduler.run_pending()) == {"reevaluate", "enrich"}

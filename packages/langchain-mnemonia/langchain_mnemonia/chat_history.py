@@ -26,27 +26,49 @@ __all__ = ["MnemoniaChatMessageHistory"]
 
 
 class MnemoniaChatMessageHistory(BaseChatMessageHistory):
-    """Messages of one chat session, in order; each one is also an ``episode`` memory.
+    """Chat message history whose every message is also a Mnemonia ``episode`` memory:
+    messages of one session come back in order, and any session of the tenant can recall them.
 
-    Every message is stored with the engine as an episode of ``session_id`` spoken by its
-    speaker (``message.name``, else ``human_prefix`` / ``ai_prefix`` / ``System`` / ``Tool``),
-    so it is embedded as ``Speaker said, "text"`` and can be recalled later from any session of
-    the tenant. The full message (type, name, tool calls, ...) is kept in the memory's metadata
-    and comes back unchanged from :attr:`messages`.
+    Every message is stored as an episode of ``session_id`` spoken by its speaker
+    (``message.name``, else ``human_prefix`` / ``ai_prefix`` / ``System`` / ``Tool``), so it is
+    embedded as ``Speaker said, "text"``. The full message (type, name, tool calls, ...) is kept
+    in the memory's metadata and comes back unchanged from :attr:`messages`. :meth:`clear`
+    empties this session's history only; the episodes stay long-term memories until forgotten
+    or evicted. (LangChain deprecates ``BaseChatMessageHistory`` since langchain-core 1.6.4,
+    removal in 2.0; subclasses do not warn. For LangGraph apps, :class:`MnemoniaStore` is the
+    durable path.)
 
-    :meth:`clear` empties this session's history only. The episodes stay long-term memories
-    (recallable) until they are forgotten or evicted; other sessions are untouched.
+    Setup:
+        Install ``langchain-mnemonia``; the embedded store runs offline.
 
-    (LangChain deprecates ``BaseChatMessageHistory`` since langchain-core 1.6.4, removal in 2.0;
-    subclasses do not warn. For LangGraph apps, :class:`MnemoniaStore` is the durable path.)
+        .. code-block:: bash
 
-    Example:
+            pip install -U langchain-mnemonia
+
+    Key init args:
+        engine: MemoryEngine | None
+            The memory engine; ``None``: the embedded default (``./memory``).
+        tenant: str
+            Whose memory the messages become.
+        session_id: str
+            The conversation (1-256 characters).
+        importance, topic:
+            Given to each stored message.
+        human_prefix, ai_prefix: str
+            Speaker names of messages without ``name``.
+        report_use: bool
+            Report each AI message as the reply to the tenant's last recall, so the memories it
+            echoed count as used and rank higher for similar questions.
+
+    Instantiate:
         >>> import tempfile
         >>> from mnemonia import MemoryEngine
         >>> from mnemonia.embeddings import HashingEmbedder
         >>> from langchain_mnemonia import MnemoniaChatMessageHistory
         >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> history = MnemoniaChatMessageHistory(engine=engine, tenant="alice", session_id="s1")
+
+    Usage:
         >>> history.add_user_message("I just adopted a cat called Miso")
         >>> history.add_ai_message("Congratulations! How old is Miso?")
         >>> [m.type for m in history.messages]
@@ -57,6 +79,17 @@ class MnemoniaChatMessageHistory(BaseChatMessageHistory):
         >>> engine.recall("what is the cat called?", tenant="alice").memories[0].memory.text
         'I just adopted a cat called Miso'
         >>> engine.close()
+
+    Use within a chain:
+        .. code-block:: python
+
+            from langchain_core.runnables.history import RunnableWithMessageHistory
+
+            chat = RunnableWithMessageHistory(
+                prompt | llm,
+                lambda session_id: MnemoniaChatMessageHistory(
+                    engine=engine, tenant="alice", session_id=session_id),
+                input_messages_key="input", history_messages_key="history")
     """
 
     def __init__(

@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from mnemonia import MemoryEngine, RecallResult
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from langchain_mnemonia._private.engine import default_engine
 from langchain_mnemonia._private.extras import missing_extra
@@ -33,23 +33,48 @@ def _as_text(value: Any) -> str:
 
 
 class MnemoniaMemory(BaseMemory):
-    """Legacy LangChain memory that recalls what matters for each input.
+    """Legacy LangChain memory (``langchain_classic``) that recalls what matters for each
+    input: a drop-in where ``ConversationBufferMemory`` was.
 
     ``load_memory_variables`` recalls the tenant's memories for the chain input and renders the
     ``RELEVANT EPISODES`` / ``RELEVANT MEMORY`` sections under ``memory_key`` (default
-    ``history``, so it drops in where ``ConversationBufferMemory`` was). The engine's
-    ``min_activation`` floor decides what is injected, so an unrelated input gets nothing.
-    ``save_context`` stores the turn (input and output as episodes) and reports to the engine
-    which recalled memories the output used, which strengthens them. ``clear`` forgets only the
-    per-turn state; long-term memories stay (forget them with the engine).
+    ``history``). The engine's ``min_activation`` floor decides what is injected, so an
+    unrelated input gets nothing. ``save_context`` stores the turn (input and output as
+    episodes) and reports to the engine which recalled memories the output used, which
+    strengthens them. ``clear`` forgets only the per-turn state; long-term memories stay
+    (forget them with the engine).
 
-    Example:
+    Setup:
+        Install ``langchain-mnemonia`` with the ``legacy`` extra (``langchain-classic``).
+
+        .. code-block:: bash
+
+            pip install -U "langchain-mnemonia[legacy]"
+
+    Key init args:
+        engine: MemoryEngine | None
+            The memory engine; ``None``: the embedded default (``./memory``), opened on first
+            use.
+        tenant: str
+            Whose memory.
+        memory_key: str
+            The prompt variable this memory fills (default ``history``).
+        session_id: str | None
+            If set, turns are also kept as this session's chat history.
+        k, episode_k, mode, topic, min_activation:
+            Passed to ``engine.recall`` (``None``: the engine's defaults).
+        return_messages: bool
+            Return one ``SystemMessage`` (for ``MessagesPlaceholder``) instead of a string.
+
+    Instantiate:
         >>> import tempfile
         >>> from mnemonia import MemoryEngine
         >>> from mnemonia.embeddings import HashingEmbedder
         >>> from langchain_mnemonia import MnemoniaMemory
         >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> memory = MnemoniaMemory(engine=engine, tenant="alice")
+
+    Usage:
         >>> memory.save_context({"input": "My sister Ana lives in Porto"},
         ...                     {"output": "Nice, Porto is lovely."})
         >>> print(memory.load_memory_variables({"input": "Where does Ana live?"})["history"])
@@ -102,12 +127,9 @@ class MnemoniaMemory(BaseMemory):
     def _valid_tenant(cls, value: str) -> str:
         return check_tenant(value)
 
-    @model_validator(mode="after")
-    def _open_default(self) -> MnemoniaMemory:
-        self._engine()
-        return self
-
     def _engine(self) -> MemoryEngine:
+        """The engine; the embedded default is opened here, on first use (never while the
+        object is validated: building the memory opens no database)."""
         if self.engine is None:
             self.engine = default_engine()
         return self.engine

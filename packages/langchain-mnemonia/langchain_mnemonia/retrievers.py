@@ -11,7 +11,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from mnemonia import MemoryEngine
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from langchain_mnemonia._private.documents import hit_to_document
 from langchain_mnemonia._private.engine import default_engine
@@ -23,16 +23,31 @@ _PER_CALL = ("k", "mode", "topic", "entity", "min_activation", "user_id", "touch
 
 
 class MnemoniaRetriever(BaseRetriever):
-    """Recall a tenant's memories (spreading activation, hybrid scoring) as ``Document`` objects.
+    """Mnemonia recall as a LangChain retriever: a tenant's memories, best first, as
+    ``Document`` objects.
 
-    Returns exactly ``k`` documents, best first, whenever the tenant holds at least ``k``
-    memories: the retriever asks the engine with ``min_activation=0`` so weak matches fill the
-    list rather than vanish. Each document's metadata carries the memory ``id``, its ``score``
-    and the score ``explanation`` (cosine, keyword overlap, spreading path, retention, utility).
-    ``k``, ``mode``, ``topic``, ``entity``, ``min_activation``, ``user_id`` and ``touch`` can be
-    overridden per call: ``retriever.invoke(query, k=1)``.
+    Setup:
+        Install ``langchain-mnemonia``. The embedded store (Chroma + SQLite + the bundled
+        all-MiniLM-L6-v2 model) runs offline; no API key.
 
-    Example:
+        .. code-block:: bash
+
+            pip install -U langchain-mnemonia
+
+    Key init args:
+        engine: MemoryEngine | None
+            The memory engine; ``None``: the embedded default (``./memory``), opened on first
+            use and shared with every adapter built without one.
+        tenant: str
+            Whose memories to search; tenants never see each other.
+        k: int
+            How many documents (default 3): exactly ``k`` whenever the tenant holds at least
+            ``k`` memories (``min_activation=0`` fills the list with weak matches).
+        mode, topic, entity, min_activation, user_id, touch:
+            Passed to ``engine.recall``; each can also be given per call
+            (``retriever.invoke(query, k=1)``).
+
+    Instantiate:
         >>> import tempfile
         >>> from mnemonia import MemoryEngine
         >>> from mnemonia.embeddings import HashingEmbedder
@@ -41,6 +56,8 @@ class MnemoniaRetriever(BaseRetriever):
         >>> _ = engine.add("Alice prefers green tea in the morning", tenant="alice")
         >>> _ = engine.add("Alice's flight to Lisbon leaves on Friday", tenant="alice")
         >>> retriever = MnemoniaRetriever(engine=engine, tenant="alice", k=1)
+
+    Usage:
         >>> docs = retriever.invoke("what tea does Alice drink?")
         >>> docs[0].page_content
         'Alice prefers green tea in the morning'
@@ -49,10 +66,34 @@ class MnemoniaRetriever(BaseRetriever):
         >>> len(retriever.invoke("Lisbon", k=2))
         2
         >>> engine.close()
+
+        Each document's metadata carries the memory ``id``, its ``score`` and the score
+        ``explanation`` (cosine, keyword overlap, spreading path, retention, utility).
+
+    Use within a chain:
+        .. code-block:: python
+
+            from langchain_core.output_parsers import StrOutputParser
+            from langchain_core.prompts import ChatPromptTemplate
+            from langchain_core.runnables import RunnablePassthrough
+
+            prompt = ChatPromptTemplate.from_template(
+                "Answer from what you remember.\n\nMemories: {context}\n\nQuestion: {question}")
+
+            def format_docs(docs):
+                return "\n".join(doc.page_content for doc in docs)
+
+            chain = (
+                {"context": retriever | format_docs, "question": RunnablePassthrough()}
+                | prompt
+                | llm
+                | StrOutputParser()
+            )
+            chain.invoke("What does Alice drink in the morning?")
     """
 
     engine: MemoryEngine | None = None
-    """The memory engine; ``None`` opens the embedded default (``./memory``)."""
+    """The memory engine; ``None``: the embedded default (``./memory``), opened on first use."""
     tenant: str
     """Whose memories to search; tenants never see each other."""
     k: int = Field(default=3, ge=1)
@@ -76,12 +117,9 @@ class MnemoniaRetriever(BaseRetriever):
     def _valid_tenant(cls, value: str) -> str:
         return check_tenant(value)
 
-    @model_validator(mode="after")
-    def _open_default(self) -> MnemoniaRetriever:
-        self._engine()
-        return self
-
     def _engine(self) -> MemoryEngine:
+        """The engine; the embedded default is opened here, on first use (never while the
+        object is validated: building a retriever opens no database)."""
         if self.engine is None:
             self.engine = default_engine()
         return self.engine

@@ -1,5 +1,6 @@
 """Maintenance: eviction, consolidation, the SM-2 review worker, enrichment, re-evaluation,
-the snapshot, use reports, and a background :class:`Scheduler` (DESIGN section 5).
+the TTL sweep of expired keyed items, the snapshot, use reports, and a background
+:class:`Scheduler` (DESIGN section 5).
 
 One module per job; each job takes the store's :class:`~mnemonia.runtime.Runtime` (the
 engine's public methods ``engine.evict``, ``engine.consolidate``, ... call them) and returns a
@@ -34,11 +35,13 @@ from mnemonia.maintenance.consolidate import (
 )
 from mnemonia.maintenance.enrich import enrich
 from mnemonia.maintenance.evict import evict
+from mnemonia.maintenance.expire import expire
 from mnemonia.maintenance.reevaluate import DEFERRED_KEY, LAST_TICK_KEY, reevaluate, window_inputs
 from mnemonia.maintenance.reports import (
     ConsolidationReport,
     EnrichmentReport,
     EvictionReport,
+    ExpiryReport,
     MaintenanceReport,
     Promotion,
     ReevaluationReport,
@@ -65,6 +68,7 @@ __all__ = [
     "ConsolidationReport",
     "EnrichmentReport",
     "EvictionReport",
+    "ExpiryReport",
     "MaintenanceReport",
     "Promotion",
     "ReevaluationReport",
@@ -78,6 +82,7 @@ __all__ = [
     "enrich",
     "estimate_quality",
     "evict",
+    "expire",
     "lsh_params",
     "maintain",
     "quality_from_rank",

@@ -12,6 +12,7 @@ __all__ = [
     "ConsolidationReport",
     "EnrichmentReport",
     "EvictionReport",
+    "ExpiryReport",
     "MaintenanceReport",
     "Promotion",
     "ReevaluationReport",
@@ -29,6 +30,14 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """The report as a JSON-safe dict."""
         return json.loads(json.dumps(asdict(self), default=json_default))  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpiryReport(Report):
+    """What one TTL sweep did: ``expired`` items removed, from ``tenants`` tenants."""
+
+    expired: int = 0
+    tenants: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +181,7 @@ class MaintenanceReport(Report):
 
     reevaluation: ReevaluationReport
     tenants: tuple[TenantMaintenance, ...] = ()
+    expiry: ExpiryReport = ExpiryReport()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -186,6 +196,7 @@ class MaintenanceReport(Report):
             "reviewed": sum(x.review.reviewed for x in t),
             "scanned": self.reevaluation.scanned,
             "promoted": self.reevaluation.promoted,
+            "expired": self.expiry.expired,
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from mnemonia.errors import InvalidInputError, MnemoniaError, shown
 from mnemonia.maintenance.consolidate import consolidate
 from mnemonia.maintenance.enrich import enrich
 from mnemonia.maintenance.evict import evict
+from mnemonia.maintenance.expire import expire
 from mnemonia.maintenance.reevaluate import reevaluate
 from mnemonia.maintenance.reports import MaintenanceReport, TenantMaintenance
 from mnemonia.maintenance.review import review
@@ -30,13 +31,14 @@ __all__ = ["DEFAULT_INTERVALS", "JOBS", "HasRuntime", "Scheduler", "maintain"]
 
 log = logging.getLogger("mnemonia.maintenance")
 
-JOBS: tuple[str, ...] = ("enrich", "evict", "consolidate", "review", "reevaluate")
-"""Maintenance jobs, in the order :func:`maintain` runs the per-tenant ones."""
+JOBS: tuple[str, ...] = ("enrich", "evict", "consolidate", "review", "reevaluate", "expire")
+"""Maintenance jobs, in the order :func:`maintain` runs the per-tenant ones (re-evaluation and
+the TTL sweep of expired items run once for every tenant)."""
 
 _INTERVAL_KEYS: Mapping[str, str] = {
     "enrich": "enrich_interval", "evict": "evict_interval",
     "consolidate": "consolidate_interval", "review": "review_interval",
-    "reevaluate": "reevaluation_interval"}
+    "reevaluate": "reevaluation_interval", "expire": "expire_interval"}
 """The config key of each job's cadence."""
 
 DEFAULT_INTERVALS: Mapping[str, float | None] = {
@@ -58,8 +60,8 @@ def _tenants(rt: Runtime, tenant: str | None) -> list[str]:
 
 def maintain(rt: Runtime, tenant: str | None = None, *,
              on_step: Callable[[str, str | None], None] | None = None) -> MaintenanceReport:
-    """Run every job: one re-evaluation tick (global: it reads the shared access log), then per
-    tenant the enrichment sweep, automatic eviction (only over ``max_memories``),
+    """Run every job: the TTL sweep of expired items and one re-evaluation tick (both global),
+    then per tenant the enrichment sweep, automatic eviction (only over ``max_memories``),
     consolidation and the SM-2 review pass.
 
     Args:
@@ -74,6 +76,8 @@ def maintain(rt: Runtime, tenant: str | None = None, *,
         if on_step is not None:
             on_step(job, t)
 
+    expiry = expire(rt)
+    step("expire", None)
     reevaluation = reevaluate(rt)
     step("reevaluate", None)
     done: list[TenantMaintenance] = []
@@ -88,7 +92,7 @@ def maintain(rt: Runtime, tenant: str | None = None, *,
         step("review", t)
         done.append(TenantMaintenance(tenant=t, enrichment=e, eviction=v, consolidation=c,
                                       review=r))
-    report = MaintenanceReport(reevaluation=reevaluation, tenants=tuple(done))
+    report = MaintenanceReport(reevaluation=reevaluation, tenants=tuple(done), expiry=expiry)
     log.info("maintain %s", " ".join(f"{k}={v}" for k, v in report.counts.items()),
              extra={"mnemonia": {"job": "maintain", **report.counts}})
     return report
@@ -139,6 +143,10 @@ class Scheduler:
         False
     """
 
+    jobs: tuple[str, ...] = JOBS
+    """The jobs a scheduler runs (each at its cadence; ``None`` in ``intervals`` turns one
+    off)."""
+
     def __init__(self, engine: HasRuntime, *,
                  intervals: Mapping[str, float | None] | None = None,
                  poll_interval: float = 1.0, tenants: Sequence[str] | None = None,
@@ -172,6 +180,8 @@ class Scheduler:
         rt = self._rt
         if job == "reevaluate":
             return reevaluate(rt)
+        if job == "expire":
+            return expire(rt)
         tenants = self.tenants if self.tenants is not None else rt.tenants()
         out: dict[str, Any] = {}
         for t in tenants:

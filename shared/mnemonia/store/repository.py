@@ -18,6 +18,7 @@ import time
 from collections import Counter, namedtuple
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -46,9 +47,11 @@ from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.scoring.sm2 import SM2State
 from mnemonia.store.schema import (
+    ITEM_KEY,
     MIGRATIONS,
     access_log,
     collections,
+    item_expressions,
     keyword_terms,
     kv,
     maintenance_leases,
@@ -63,7 +66,8 @@ from mnemonia.store.schema import (
 )
 from mnemonia.validation import memory_id as check_id
 
-__all__ = ["MAX_KEYWORD_POSTINGS", "Connection", "SideStore", "chunks"]
+__all__ = ["MAX_KEYWORD_POSTINGS", "Connection", "SideStore", "SqlCondition",
+           "chunks"]
 
 # bm25 ranking scores every memory a query word occurs in, so a word found in a large share of
 # a big store would make keyword search grow with the store. Query words are taken rarest
@@ -97,6 +101,186 @@ _MEMORY_COLUMNS_EDGES = _MEMORY_COLUMNS + (
 
 def _opt_dt(ts: float | None) -> datetime | None:
     return None if ts is None else from_ts(ts)
+
+
+@dataclass(frozen=True)
+class SqlCondition:
+    """A boolean SQL expression over a ``memories`` row (alias ``m``), written with ``?``
+    placeholders, and its parameters: how a filter built here reaches the reads that apply
+    it (recall's candidate rows, item pages) without SQL anywhere else."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+
+    def and_(self, other: SqlCondition | None) -> SqlCondition:
+        if other is None:
+            return self
+        return SqlCondition(f"({self.sql}) AND ({other.sql})", self.params + other.params)
+
+
+_TRUE = SqlCondition("1 = 1")
+_FALSE = SqlCondition("1 = 0")
+
+
+def _all(conds: Sequence[SqlCondition]) -> SqlCondition:
+    if not conds:
+        return _TRUE
+    return SqlCondition(" AND ".join(f"({c.sql})" for c in conds),
+                        tuple(p for c in conds for p in c.params))
+
+
+def _any(conds: Sequence[SqlCondition]) -> SqlCondition:
+    if not conds:
+        return _FALSE
+    return SqlCondition(" OR ".join(f"({c.sql})" for c in conds),
+                        tuple(p for c in conds for p in c.params))
+
+
+def _not(cond: SqlCondition) -> SqlCondition:
+    return SqlCondition(f"NOT ({cond.sql})", cond.params)
+
+
+_COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_SQLITE_TYPES = {"object": ("object",), "array": ("array",), "string": ("text",),
+                 "null": ("null",), "number": ("integer", "real")}
+_ITEM_VALUE = (ITEM_KEY, "value")
+Path = tuple[str | int, ...]
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+class _JsonFilter:
+    """Predicates on the JSON inside ``m.metadata``, spelled for SQLite (``json_type`` /
+    ``json_extract``) or PostgreSQL (``jsonb``). Each one is TRUE or FALSE, never NULL (a
+    missing field is FALSE), so NOT and OR of them mean what they say.
+
+    Semantics are JSON's (what PostgreSQL's jsonb compares): ``true`` is not ``1``,
+    ``1`` equals ``1.0``, objects compare by keys and lists by position.
+    """
+
+    def __init__(self, dialect: str) -> None:
+        if dialect not in ("sqlite", "postgresql"):
+            raise StoreError(f"value filters need SQLite or PostgreSQL, not {dialect!r}")
+        self.pg = dialect == "postgresql"
+
+    # -- leaves ----------------------------------------------------------------------------
+    def _at(self, path: Path) -> SqlCondition:
+        """PostgreSQL: the jsonb value at ``path`` (NULL when missing)."""
+        return SqlCondition("(m.metadata::jsonb #> CAST(? AS text[]))",
+                            ([str(p) for p in path],))
+
+    @staticmethod
+    def _sqlite_path(path: Path) -> str:
+        # Labels are quoted as the stored JSON spells them (json.dumps escapes), which is
+        # what SQLite's path lookup compares; '"' cannot be quoted (validation refuses it).
+        return "$" + "".join(f"[{p}]" if isinstance(p, int) else f'."{json.dumps(p)[1:-1]}"'
+                             for p in path)
+
+    def type_is(self, path: Path, kind: str) -> SqlCondition:
+        if self.pg:
+            at = self._at(path)
+            return SqlCondition(f"COALESCE(jsonb_typeof({at.sql}) = ?, FALSE)",
+                                (*at.params, kind))
+        names = _SQLITE_TYPES[kind]
+        return SqlCondition(f"COALESCE(json_type(m.metadata, ?) IN ({','.join('?' * len(names))})"
+                            ", FALSE)", (self._sqlite_path(path), *names))
+
+    def present(self, path: Path) -> SqlCondition:
+        if self.pg:
+            at = self._at(path)
+            return SqlCondition(f"({at.sql}) IS NOT NULL", at.params)
+        return SqlCondition("json_type(m.metadata, ?) IS NOT NULL", (self._sqlite_path(path),))
+
+    def eq(self, path: Path, value: Any) -> SqlCondition:
+        """The JSON value at ``path`` equals a scalar (or, on PostgreSQL, any) ``value``."""
+        if self.pg:
+            at = self._at(path)
+            return SqlCondition(f"COALESCE({at.sql} = CAST(? AS jsonb), FALSE)",
+                                (*at.params, json.dumps(value)))
+        p = self._sqlite_path(path)
+        if value is None or isinstance(value, bool):
+            name = "null" if value is None else ("true" if value else "false")
+            return SqlCondition("COALESCE(json_type(m.metadata, ?) = ?, FALSE)", (p, name))
+        kind = "number" if _number(value) else "string"
+        typed = self.type_is(path, kind)
+        return SqlCondition(f"{typed.sql} AND COALESCE(json_extract(m.metadata, ?) = ?, FALSE)",
+                            (*typed.params, p, value))
+
+    def length_is(self, path: Path, n: int) -> SqlCondition:
+        if self.pg:
+            at = self._at(path)
+            return SqlCondition(f"CASE WHEN jsonb_typeof({at.sql}) = 'array' THEN "
+                                f"jsonb_array_length({at.sql}) = ? ELSE FALSE END",
+                                (*at.params, *at.params, n))
+        return SqlCondition("COALESCE(json_type(m.metadata, ?) = 'array' AND "
+                            "json_array_length(m.metadata, ?) = ?, FALSE)",
+                            (self._sqlite_path(path), self._sqlite_path(path), n))
+
+    def compare(self, path: Path, op: str, arg: Any) -> SqlCondition:
+        """Numbers with numbers, strings with strings (code-point order); else FALSE."""
+        sym = _COMPARE[op]
+        if not (_number(arg) or isinstance(arg, str)):
+            return _FALSE
+        if self.pg:
+            at = self._at(path)
+            kind, cast = ("number", "::float8") if _number(arg) else ("string", ' COLLATE "C"')
+            return SqlCondition(f"CASE WHEN jsonb_typeof({at.sql}) = '{kind}' THEN "
+                                f"({at.sql} #>> '{{}}'){cast} {sym} ? ELSE FALSE END",
+                                (*at.params, *at.params, arg))
+        typed = self.type_is(path, "number" if _number(arg) else "string")
+        return SqlCondition(f"{typed.sql} AND COALESCE(json_extract(m.metadata, ?) {sym} ?, "
+                            "FALSE)", (*typed.params, self._sqlite_path(path), arg))
+
+    # -- structure -------------------------------------------------------------------------
+    def exact(self, path: Path, value: Any) -> SqlCondition:
+        """Equal as JSON: objects with the same keys, lists of the same length."""
+        if self.pg:
+            return self.eq(path, value)  # jsonb equality is exactly that
+        if isinstance(value, Mapping):
+            count = SqlCondition("(SELECT count(*) FROM json_each(m.metadata, ?)) = ?",
+                                 (self._sqlite_path(path), len(value)))
+            return _all([self.type_is(path, "object"), count,
+                         *(self.exact((*path, k), v) for k, v in value.items())])
+        if isinstance(value, list | tuple):
+            return _all([self.length_is(path, len(value)),
+                         *(self.exact((*path, i), v) for i, v in enumerate(value))])
+        return self.eq(path, value)
+
+    def match(self, path: Path, expected: Any) -> SqlCondition:
+        """LangGraph's filter value: operators, else a dict matches the fields it names
+        (recursively), a list element by element, a scalar by equality."""
+        if isinstance(expected, Mapping):
+            if any(isinstance(k, str) and k.startswith("$") for k in expected):
+                return _all([self.operator(path, op, arg) for op, arg in expected.items()])
+            return _all([self.type_is(path, "object"),
+                         *(self.match((*path, k), v) for k, v in expected.items())])
+        if isinstance(expected, list | tuple):
+            return _all([self.length_is(path, len(expected)),
+                         *(self.match((*path, i), v) for i, v in enumerate(expected))])
+        return self.eq(path, expected)
+
+    def operator(self, path: Path, op: str, arg: Any) -> SqlCondition:
+        if op == "$eq":
+            return self.exact(path, arg)
+        if op == "$ne":
+            return _not(self.exact(path, arg))
+        if op in ("$in", "$nin"):
+            either = _any([self.exact(path, a) for a in arg])
+            return either if op == "$in" else _not(either)
+        return self.compare(path, op, arg)
+
+    def field(self, key: str, expected: Any) -> SqlCondition:
+        """One top-level filter entry: ``key`` is a field of the value or, when the value has
+        no such field and ``key`` has dots, a path into nested objects (``"meta.lang"``)."""
+        cond = self.match((*_ITEM_VALUE, key), expected)
+        if "." not in key:
+            return cond
+        nested = self.match((*_ITEM_VALUE, *key.split(".")), expected)
+        there = self.present((*_ITEM_VALUE, key))
+        return SqlCondition(f"CASE WHEN {there.sql} THEN ({cond.sql}) ELSE ({nested.sql}) END",
+                            there.params + cond.params + nested.params)
 
 
 class SideStore:
@@ -495,6 +679,103 @@ class SideStore:
     def term_vector_count(self, conn: Connection, model: str) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(term_vectors).where(
             term_vectors.c.model == model)).scalar_one())
+    # -- keyed items -------------------------------------------------------------------------
+    # Items (mnemonia.items) are memories whose metadata holds ``{ITEM_KEY: {...}}``; their
+    # path, key, update and expiry times are indexed expressions of the metadata (migration
+    # 9), so every read below walks an index and stops at its LIMIT.
+    def _items_sql(self) -> dict[str, str]:
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise StoreError(f"keyed items need SQLite or PostgreSQL, not {self.dialect!r}")
+        return item_expressions(self.dialect)
+
+    def _status(self) -> str:
+        return "+m.status" if self.dialect == "sqlite" else "m.status"
+
+    def _live(self, now: float) -> SqlCondition:
+        """Committed, not deleted, not expired at ``now``. (On SQLite the status is written
+        ``+m.status``: without statistics the planner would rather take the status index and
+        sort the whole namespace than walk the item index in order.)"""
+        x = self._items_sql()
+        return SqlCondition(f"{self._status()} = 'committed' AND m.deleted_at IS NULL AND "
+                            f"({x['expires']} IS NULL OR {x['expires']} > ?)", (now,))
+
+    def item_filter(self, flt: Mapping[str, Any]) -> SqlCondition:
+        """A checked value filter (:func:`mnemonia.validation.item_filter`) as SQL on the
+        item's value: every entry must hold."""
+        compiler = _JsonFilter(self.dialect)
+        return _all([compiler.field(key, expected) for key, expected in flt.items()])
+
+    def item_condition(self, path: str, *, now: float, where: SqlCondition | None = None,
+                       indexed: bool | None = None) -> SqlCondition:
+        """An item at ``path``, not expired, ``indexed`` (or not) if asked, matching
+        ``where``: what recall's candidate rows must satisfy in a store search."""
+        x = self._items_sql()
+        # ``|| ''``: not the indexed expression, so a read by id (recall's candidate rows)
+        # keeps its primary-key lookups instead of walking the namespace's path index
+        cond = SqlCondition(f"({x['path']} || '') = ? AND ({x['expires']} IS NULL OR "
+                            f"{x['expires']} > ?)", (path, now))
+        if indexed is not None:
+            cond = cond.and_(self.item_indexed(indexed))
+        return cond.and_(where)
+
+    def item_indexed(self, indexed: bool) -> SqlCondition:
+        """Items written with a text to search (``indexed``), or without one."""
+        flag = _JsonFilter(self.dialect).eq((ITEM_KEY, "indexed"), False)
+        return _not(flag) if indexed else flag
+
+    def item_rows(self, conn: Connection, path: str, keys: Sequence[str]) -> list[Any]:
+        """``(id, tenant, deleted_at, metadata, expires)`` of the committed items of ``keys``
+        at ``path``, deleted and expired ones too (one index read per chunk of keys)."""
+        x = self._items_sql()
+        out: list[Any] = []
+        for chunk in chunks(list(keys)):
+            out += self.fetch(conn, (
+                f"SELECT m.id, m.tenant, m.deleted_at, m.metadata, {x['expires']} AS expires "
+                f"FROM memories AS m WHERE {x['path']} = ? AND {x['key']} IN "
+                f"({self.in_marks(len(chunk))}) AND {self._status()} = 'committed'"),
+                (path, *chunk), named=True)
+        return out
+
+    def item_page(self, conn: Connection, path: str, *, now: float,
+                  where: SqlCondition | None, limit: int, offset: int = 0) -> list[Any]:
+        """``(id, metadata)`` of live items at ``path`` matching ``where``, last updated
+        first (then by key, descending): a walk of the (path, updated, key) index that stops
+        after ``offset + limit`` matches."""
+        x = self._items_sql()
+        cond = self._live(now).and_(where)
+        return self.fetch(conn, (
+            f"SELECT m.id, m.metadata FROM memories AS m WHERE {x['path']} = ? AND ({cond.sql}) "
+            f"ORDER BY {x['updated']} DESC, {x['key']} DESC LIMIT ? OFFSET ?"),
+            (path, *cond.params, limit, offset), named=True)
+
+    def next_item_path(self, conn: Connection, low: str, high: str | None, *, now: float,
+                       inclusive: bool = False) -> str | None:
+        """The first path with a live item after ``low`` (or at it, ``inclusive``) and
+        before ``high``: one step of a loose index scan, so listing namespaces costs one
+        index seek per namespace listed, whatever their sizes."""
+        x = self._items_sql()
+        live = self._live(now)
+        upper, bound = (f" AND {x['path']} < ?", (high,)) if high is not None else ("", ())
+        rows = self.fetch(conn, (
+            f"SELECT {x['path']} FROM memories AS m WHERE {x['path']} {'>=' if inclusive else '>'}"
+            f" ?{upper} AND {live.sql} ORDER BY {x['path']} LIMIT 1"),
+            (low, *bound, *live.params))
+        return str(rows[0][0]) if rows else None
+
+    def matching_ids(self, conn: Connection, tenant: str, where: SqlCondition, limit: int
+                     ) -> list[str]:
+        """Up to ``limit`` ids of active memories of ``tenant`` matching ``where``."""
+        return [r[0] for r in self.fetch(conn, (
+            "SELECT m.id FROM memories AS m WHERE m.tenant = ? AND m.status = 'committed' "
+            f"AND m.deleted_at IS NULL AND ({where.sql}) LIMIT ?"),
+            (tenant, *where.params, limit))]
+
+    def expired_items(self, conn: Connection, now: float, limit: int) -> list[tuple[str, str]]:
+        """``(id, tenant)`` of up to ``limit`` items whose time ran out by ``now``."""
+        x = self._items_sql()
+        return [(r[0], r[1]) for r in self.fetch(conn, (
+            f"SELECT m.id, m.tenant FROM memories AS m WHERE {x['expires']} <= ? "
+            f"AND {self._status()} = 'committed' LIMIT ?"), (now, limit))]
 
     # -- consistency (doctor) ----------------------------------------------------------------
     def row_counts(self, conn: Connection) -> dict[str, int]:
@@ -636,20 +917,21 @@ class SideStore:
             metadata=json.loads(r.metadata), embedding_model=r.embedding_model,
         )
 
-    def rows(self, conn: Connection, tenant: str, ids: Iterable[str], *, edges: bool = False
-             ) -> dict[str, Any]:
-        """Committed rows of ``ids`` in ``tenant``; with ``edges``, each row also says in
-        ``has_edges`` whether any relation starts or ends at it (so spreading reads
-        relations only for memories that have some)."""
+    def rows(self, conn: Connection, tenant: str, ids: Iterable[str], *, edges: bool = False,
+             where: SqlCondition | None = None) -> dict[str, Any]:
+        """Committed rows of ``ids`` in ``tenant`` (those matching ``where``, if given); with
+        ``edges``, each row also says in ``has_edges`` whether any relation starts or ends at
+        it (so spreading reads relations only for memories that have some)."""
         ids = list(dict.fromkeys(ids))
         out: dict[str, Any] = {}
         columns = _MEMORY_COLUMNS_EDGES if edges else _MEMORY_COLUMNS
+        extra, params = (f" AND ({where.sql})", where.params) if where is not None else ("", ())
         for chunk in chunks(ids):
             # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
             # tenant index and scan the whole tenant. Tenant and status are checked here.
             for r in self.fetch(conn, f"SELECT {columns} FROM memories AS m "
-                                f"WHERE m.id IN ({self.in_marks(len(chunk))})",
-                                chunk, named=True):
+                                f"WHERE m.id IN ({self.in_marks(len(chunk))}){extra}",
+                                (*chunk, *params), named=True):
                 if r.tenant == tenant and r.status == "committed":
                     out[r.id] = r
         return out
@@ -797,12 +1079,13 @@ class SideStore:
             sa.select(memories.c.id, memories.c.tenant, memories.c.status)
             .where(memories.c.status != "committed")).fetchall())
 
-    def clear_references(self, conn: Connection, memory_id: str) -> None:
-        """Memories superseded by or consolidated into ``memory_id`` no longer point at it."""
-        conn.execute(memories.update().where(memories.c.superseded_by == memory_id)
-                     .values(superseded_by=None))
-        conn.execute(memories.update().where(
-            memories.c.consolidated_into == memory_id).values(consolidated_into=None))
+    def clear_references(self, conn: Connection, ids: Sequence[str]) -> None:
+        """Memories superseded by or consolidated into one of ``ids`` no longer point at it."""
+        for chunk in chunks(list(ids)):
+            conn.execute(memories.update().where(memories.c.superseded_by.in_(chunk))
+                         .values(superseded_by=None))
+            conn.execute(memories.update().where(
+                memories.c.consolidated_into.in_(chunk)).values(consolidated_into=None))
 
     def purge(self, conn: Connection, tenant: str, ids: Sequence[str]) -> None:
         """Remove every SQL trace of ``ids`` (used by hard forget and by rollback)."""

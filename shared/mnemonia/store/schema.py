@@ -7,17 +7,25 @@ Times are stored as float seconds since the epoch (UTC).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 __all__ = [
+    "DEFAULT_ITEM_SPACE",
+    "ITEM_KEY",
     "MIGRATIONS",
     "access_log",
     "collections",
+    "item_expressions",
+    "item_id",
+    "item_labels",
+    "item_path",
+    "item_tenant",
     "keyword_terms",
     "kv",
     "maintenance_leases",
@@ -193,6 +201,73 @@ def keyword_terms(text: str, token: str) -> list[str]:
     return [token + w for w in _TERM.findall(folded)]
 
 
+# -- keyed items (mnemonia.items: the LangGraph store's data model) ------------------------
+ITEM_KEY = "langgraph"
+"""The metadata key of a keyed item: ``{namespace, key, value, created_at, updated_at,
+indexed, path, ttl, expires_at}``. The LangGraph store adapter wrote items under this key
+before the core kept them; the name stays so that older stores read as they are."""
+DEFAULT_ITEM_SPACE = "lg"
+"""The space (tenant-name prefix) of items when none is given."""
+
+_SEP = "\x01"
+_ESCAPED = re.compile("\x02(.)", re.DOTALL)
+_NOT_SLUG = re.compile(r"[^A-Za-z0-9]+")
+_TENANT_DIGEST = 16
+
+
+def item_path(labels: Sequence[str]) -> str:
+    """The sortable text of a label path (an item space, then the namespace's labels).
+
+    Labels are joined by ``\\x01``, after ``\\x02`` and ``\\x01`` in them became ``\\x02\\x03``
+    and ``\\x02\\x02``: every label character then sorts above the separator, so code-point
+    order of the text is tuple order of the paths (a parent before its children, ``("a",
+    "b", "c")`` before ``("a", "bc")``), and a namespace's descendants are the one range
+    ``[path + "\\x01", path + "\\x02")``."""
+    return _SEP.join(label.replace("\x02", "\x02\x03").replace("\x01", "\x02\x02")
+                     for label in labels)
+
+
+def item_labels(path: str) -> tuple[str, ...]:
+    """The labels of an :func:`item_path` text."""
+    return tuple(_ESCAPED.sub(lambda m: "\x01" if m.group(1) == "\x02" else "\x02", part)
+                 for part in path.split(_SEP))
+
+
+def _digest(obj: object, n: int) -> str:
+    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return hashlib.sha256(raw).hexdigest()[:n]
+
+
+def item_tenant(space: str, namespace: Sequence[str]) -> str:
+    """The tenant holding a namespace's items: ``<space>-<slug>-<digest>`` (a digest of the
+    exact labels, so two namespaces never share a tenant; a readable slug for debugging)."""
+    slug = _NOT_SLUG.sub("-", "-".join(namespace)).strip("-")
+    head = f"{space}-{slug}" if slug else space
+    head = head[: 64 - _TENANT_DIGEST - 1].rstrip("-_")
+    return f"{head}-{_digest(list(namespace), _TENANT_DIGEST)}"
+
+
+def item_id(space: str, namespace: Sequence[str], key: str) -> str:
+    """The memory id of a new item (unique in the store: the digest covers the space too).
+    Items are found by namespace and key, so ids made by earlier versions stay valid."""
+    return f"lg-{_digest([space, list(namespace), key], 40)}"
+
+
+def item_expressions(dialect: str) -> dict[str, str]:
+    """SQL expressions of an item's ``path``, ``key``, ``updated`` and ``expires`` over the
+    ``metadata`` column, exactly as the indexes of migration 9 are built on them (a query
+    must spell an expression the same way for the index to serve it)."""
+    if dialect == "postgresql":
+        def field(name: str) -> str:
+            return f"((metadata::jsonb) #>> '{{{ITEM_KEY},{name}}}')"
+        return {"path": f"({field('path')} COLLATE \"C\")", "key": field("key"),
+                "updated": f"({field('updated_at')}::float8)",
+                "expires": f"({field('expires_at')}::float8)"}
+    return {name: f"json_extract(metadata, '$.{ITEM_KEY}.{field}')"
+            for name, field in (("path", "path"), ("key", "key"), ("updated", "updated_at"),
+                                ("expires", "expires_at"))}
+
+
 def _create_core(conn: Connection) -> None:
     metadata.create_all(conn, tables=[
         memories, relations, access_log, memory_events, memory_entities, collections, kv,
@@ -281,6 +356,51 @@ def _create_term_vectors(conn: Connection) -> None:
     metadata.create_all(conn, tables=[term_vectors])
 
 
+def _space_of(tenant: str, namespace: Sequence[str]) -> str | None:
+    """The space an item of ``namespace`` in ``tenant`` was written with (``None``: the row
+    is no item after all)."""
+    for i, c in enumerate(tenant):
+        if c == "-" and item_tenant(tenant[:i], namespace) == tenant:
+            return tenant[:i]
+    return None
+
+
+def _keyed_items(conn: Connection) -> None:
+    """Keyed items found by SQL: their path, key, update and expiry times are indexed.
+
+    Items written before (by the LangGraph store adapter) get the fields the indexes read:
+    the path, ``updated_at`` (their memory's ``created_at``, what they reported), no TTL.
+    """
+    m = memories.c
+    rows = conn.execute(sa.select(m.id, m.tenant, m.metadata, m.created_at).where(
+        m.metadata.contains(f'"{ITEM_KEY}"', autoescape=True))).fetchall()
+    for r in rows:
+        meta = json.loads(r.metadata)
+        item = meta.get(ITEM_KEY)
+        if not isinstance(item, dict) or "path" in item \
+                or not isinstance(item.get("namespace"), list) \
+                or not isinstance(item.get("key"), str):
+            continue
+        space = _space_of(r.tenant, item["namespace"])
+        if space is None:
+            continue
+        item.update(path=item_path([space, *item["namespace"]]), updated_at=r.created_at,
+                    ttl=None, expires_at=None)
+        conn.execute(memories.update().where(m.id == r.id).values(metadata=json.dumps(meta)))
+    x = item_expressions(conn.dialect.name)
+    if conn.dialect.name not in ("sqlite", "postgresql"):
+        return  # no JSON expressions there: keyed items are a SQLite / PostgreSQL feature
+    conn.exec_driver_sql(
+        f"CREATE INDEX IF NOT EXISTS ix_memories_item_order ON memories "
+        f"({x['path']}, {x['updated']}, {x['key']}) WHERE {x['path']} IS NOT NULL")
+    conn.exec_driver_sql(
+        f"CREATE INDEX IF NOT EXISTS ix_memories_item_key ON memories "
+        f"({x['path']}, {x['key']}) WHERE {x['path']} IS NOT NULL")
+    conn.exec_driver_sql(
+        f"CREATE INDEX IF NOT EXISTS ix_memories_item_expires ON memories "
+        f"({x['expires']}) WHERE {x['expires']} IS NOT NULL")
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -291,5 +411,6 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (6, "keyword document frequencies kept on write", _keyword_df),
     (7, "maintenance leases", _create_leases),
     (8, "memory events by tenant and kind", _event_kind_index),
-    (9, "word vectors for keyword expansion", _create_term_vectors),
+    (9, "keyed items by path, key, update and expiry", _keyed_items),
+    (10, "word vectors for keyword expansion", _create_term_vectors),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.documents import Document
-from mnemonia.models import Hit
+from mnemonia import Hit
 
 __all__ = ["hit_to_document"]
 

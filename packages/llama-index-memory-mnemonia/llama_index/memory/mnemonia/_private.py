@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 
-from mnemonia import MemoryEngine, validation
+from mnemonia import MemoryEngine, RecallResult, validation
 from mnemonia.errors import InvalidInputError
-from mnemonia.models import RecallResult
-
-log = logging.getLogger("mnemonia.llama_index")
 
 #: Metadata keys written on every message stored as an episode.
 ROLE_KEY = "role"
@@ -129,30 +124,6 @@ def same_message(a: ChatMessage, b: ChatMessage) -> bool:
     return bool(a.model_dump(mode="json") == b.model_dump(mode="json"))
 
 
-def count_tokens(messages: Sequence[ChatMessage], tokenizer_fn: Callable[[str], list[Any]]) -> int:
-    if not messages:
-        return 0
-    return len(tokenizer_fn(" ".join(str(m.content) for m in messages)))
-
-
-def trim_history(history: list[ChatMessage], *, token_limit: int, initial_token_count: int,
-                 tokenizer_fn: Callable[[str], list[Any]]) -> list[ChatMessage]:
-    """The latest messages that fit ``token_limit``, exactly as ``ChatMemoryBuffer.get`` does:
-    never start on an assistant or tool message, and keep at least the latest message."""
-    if not history:
-        return []
-    count = len(history)
-    tokens = count_tokens(history, tokenizer_fn) + initial_token_count
-    while tokens > token_limit and count > 1:
-        count -= 1
-        while count > 1 and history[-count].role in (MessageRole.TOOL, MessageRole.ASSISTANT):
-            count -= 1
-        tokens = count_tokens(history[-count:], tokenizer_fn) + initial_token_count
-    if tokens > token_limit or count <= 0:
-        return history[-1:]
-    return history[-count:]
-
-
 def query_from(messages: Sequence[ChatMessage], window: int) -> str:
     """The text of the latest ``window`` messages that have text, oldest first."""
     texts: list[str] = []
@@ -216,19 +187,8 @@ def shown_ids(result: RecallResult) -> list[str]:
     return [h.memory.id for h in result.memories] + [h.memory.id for h in result.episodes]
 
 
-def maintenance_available() -> bool:
-    """Whether the engine ships its maintenance module (``report_use``, ``snapshot``)."""
-    return importlib.util.find_spec("mnemonia.maintenance") is not None
-
-
 def report_use(engine: MemoryEngine, reply: str, ids: Sequence[str], *, tenant: str) -> list[str]:
-    """Tell the engine which recalled memories a reply used (DESIGN section 5, review worker).
-
-    A no-op while the engine ships without its maintenance module.
-    """
+    """Tell the engine which recalled memories a reply used (DESIGN section 5, review worker)."""
     if not ids or not reply.strip():
-        return []
-    if not maintenance_available():
-        log.debug("mnemonia.maintenance is not installed; recall use not reported")
         return []
     return list(engine.report_use(reply, list(ids), tenant=tenant))

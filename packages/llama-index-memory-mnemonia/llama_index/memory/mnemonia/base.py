@@ -10,13 +10,13 @@ from typing import Any, Literal
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.llms.llm import LLM
+from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.memory.types import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine, validation
+from mnemonia import Memory, MemoryEngine, RecallResult, validation
 from mnemonia.errors import InvalidInputError
-from mnemonia.models import Memory, RecallResult
 
 __all__ = ["DEFAULT_CHAT_HISTORY_TOKEN_RATIO", "DEFAULT_TOKEN_LIMIT", "DEFAULT_TOKEN_LIMIT_RATIO",
            "MnemoniaMemory"]
@@ -34,9 +34,10 @@ class MnemoniaMemory(BaseMemory):
 
     Use it wherever ``ChatMemoryBuffer`` is used (``SimpleChatEngine``, ``FunctionAgent``,
     ``ReActAgent``...). Every message put into it is stored in Mnemonia as an ``episode`` of
-    ``session_id``. ``get`` returns the session's recent chat (trimmed to ``token_limit`` the way
-    ``ChatMemoryBuffer`` trims it) plus, first, a system message with what the tenant's memory
-    recalls for the input (or, without ``input``, for the latest user message): memories from
+    ``session_id``. ``get`` returns the session's recent chat (trimmed to ``token_limit`` by
+    LlamaIndex's own ``ChatMemoryBuffer``) plus, first, a system message with what the
+    tenant's memory recalls for the input (or, without ``input``, for the latest user
+    message): memories from
     earlier sessions, ranked by Mnemonia's recall (similarity, spreading along relations,
     retention, utility) and cut at the engine's ``min_activation`` floor. Messages already in
     the returned chat are not repeated there. ``reset`` empties this session's chat only; the
@@ -192,10 +193,19 @@ class MnemoniaMemory(BaseMemory):
                 f"Initial token count exceeds token limit ({initial_token_count} > "
                 f"{self.token_limit})")
         records = self._records()
-        window = P.trim_history([msg for _, msg in records], token_limit=self.token_limit,
-                                initial_token_count=initial_token_count,
-                                tokenizer_fn=self.tokenizer_fn)
-        return records, window
+        return records, self._short_term([msg for _, msg in records], initial_token_count)
+
+    def _short_term(self, messages: list[ChatMessage], initial_token_count: int
+                    ) -> list[ChatMessage]:
+        """The latest messages that fit: LlamaIndex's own ``ChatMemoryBuffer`` over the
+        session's chat does the trimming (never starting on an assistant or tool message,
+        keeping at least the latest one), so it is exactly the buffer's."""
+        if not messages:
+            return []
+        buffer = ChatMemoryBuffer.from_defaults(chat_history=messages,
+                                                token_limit=self.token_limit,
+                                                tokenizer_fn=self.tokenizer_fn)
+        return buffer.get(initial_token_count=initial_token_count)
 
     def _assemble(self, records: list[tuple[Memory, ChatMessage]], window: list[ChatMessage],
                   result: RecallResult | None, snapshot: str, initial_token_count: int
@@ -216,10 +226,8 @@ class MnemoniaMemory(BaseMemory):
             return window
         self._last_recalled = P.shown_ids(result)
         body = self.memory_template.replace("{memories}", text)
-        window = P.trim_history(window, token_limit=self.token_limit,
-                                initial_token_count=initial_token_count
-                                + len(self.tokenizer_fn(body)),
-                                tokenizer_fn=self.tokenizer_fn)
+        window = self._short_term(window, min(self.token_limit, initial_token_count
+                                              + len(self.tokenizer_fn(body))))
         if self.insert_method == "system":
             return [ChatMessage(role=MessageRole.SYSTEM, content=body), *window]
         for i in range(len(window) - 1, -1, -1):

@@ -14,8 +14,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine, validation
-from mnemonia.models import RecallResult
+from mnemonia import MemoryEngine, RecallResult, validation
 
 __all__ = ["MnemoniaMemoryBlock"]
 

@@ -9,8 +9,7 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.memory.mnemonia import _private as P
 
-from mnemonia import MemoryEngine, validation
-from mnemonia.models import Hit, RecallResult
+from mnemonia import Hit, MemoryEngine, RecallResult, validation
 
 __all__ = ["METADATA_KEYS_FOR_LLM", "MnemoniaRetriever"]
 
