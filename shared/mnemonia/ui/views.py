@@ -71,7 +71,7 @@ def relation_graph(tenant: str, detail: MemoryDetail) -> dict[str, Any]:
     me = detail.memory.id
     others = list(dict.fromkeys(r.dst if r.src == me else r.src for r in detail.relations))
     drawn = others[:GRAPH_NODES]
-    width, height, radius = 640, 360, 130
+    width, height, radius = (640, 360, 130) if len(drawn) > 4 else (640, 260, 85)
     cx, cy = width / 2, height / 2
     nodes = [{"id": me, "x": cx, "y": cy, "label": snippet(detail.memory.text, 28),
               "href": memory_url(tenant, me), "center": True,
