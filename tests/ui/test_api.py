@@ -4,6 +4,7 @@ through the real Starlette app (TestClient), real Chroma and real SQLite."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from starlette.testclient import TestClient
 
@@ -171,7 +172,7 @@ def test_memory_detail_of_a_consolidated_and_a_superseded_memory(
 
 
 def test_due_lists_in_review_order(client: TestClient, store: Store) -> None:
-    store.clock.advance(__import__("datetime").timedelta(days=30))
+    store.clock.advance(timedelta(days=30))
     body = client.get("/api/t/alice/due").json()
     prios = [i["review_priority"] for i in body["items"]]
     assert body["items"] and prios == sorted(prios, reverse=True)
