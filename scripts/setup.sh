@@ -14,6 +14,17 @@ if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb 
     echo "setup: PostgreSQL server binaries not found; the PostgreSQL tests will be skipped" >&2
   fi
 fi
+# The inspector's browser tests (tests/ui) drive headless Chromium through chromedriver:
+# Debian's chromium and chromium-driver, installed when missing and we may (root + apt).
+if ! command -v chromedriver >/dev/null 2>&1 || ! { command -v chromium >/dev/null 2>&1 \
+    || command -v chromium-browser >/dev/null 2>&1; }; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      chromium chromium-driver >/dev/null
+  else
+    echo "setup: chromium/chromedriver not found; the inspector's browser tests will be skipped" >&2
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
@@ -21,7 +32,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 .venv/bin/python -m pip install -q --upgrade "pip>=25.1"
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q \
-  -e "shared[mcp]" \
+  -e "shared[mcp,ui]" \
   -e "packages/langchain-mnemonia[legacy,langgraph]" \
   -e packages/llama-index-memory-mnemonia
 .venv/bin/python -m pip install -q --group dev

@@ -1,5 +1,6 @@
 """The ``mnemonia`` command line: add, recall, forget, restore, feedback, relate, stats,
-mcp (the MCP server), maintain, doctor, export, import, demo and bench.
+mcp (the MCP server), maintain, doctor, export, import, demo, bench and ui (the memory
+inspector).
 
 The store folder comes from ``--path`` (or ``MNEMONIA_PATH``; default ``./memory``).
 
@@ -39,7 +40,7 @@ PathOpt = Annotated[Path, typer.Option("--path", envvar="MNEMONIA_PATH",
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (whose memory).")]
 
 
-def _open(path: Path, **kwargs: Any) -> Any:
+def _open(path: Path | None, **kwargs: Any) -> Any:
     from mnemonia.engine import MemoryEngine
 
     return MemoryEngine.open(path, **kwargs)
@@ -620,6 +621,33 @@ def run_demo(path: Path | None = None, out: Console | None = None) -> None:
         c.print(f"{st['active']} active memories, {st['relations']} relations, "
                 f"{st['accesses']} recorded accesses, {st['superseded']} superseded")
     c.print(f"\nTry: mnemonia recall 'launch date' --path {escape(str(folder))} --tenant {tenant}")
+
+
+@app.command()
+@user_errors()
+def ui(path: PathOpt = Path("memory"),
+       chroma_url: Annotated[str | None, typer.Option(help="Chroma server (server mode)")] = None,
+       sql_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the side-store")]
+       = None,
+       host: Annotated[str, typer.Option(help="Address to bind; other than 127.0.0.1 needs "
+                                              "--token")] = "127.0.0.1",
+       port: int = 8765,
+       token: Annotated[str | None, typer.Option(envvar="MNEMONIA_UI_TOKEN",
+                                                 help="Access token every request must carry")]
+       = None,
+       read_only: Annotated[bool, typer.Option("--read-only", help="No actions at all")]
+       = False) -> None:
+    """Serve the memory inspector (a local web app): what the memory holds, why it recalls,
+    what it will forget. Needs the ui extra: pip install 'mnemonia[ui]'."""
+    from mnemonia import ui as inspector
+
+    inspector.require()
+    from mnemonia.ui.server import check_binding
+
+    check_binding(host, port, token)  # before the store and the model are opened
+    with _open(path if chroma_url is None or path != Path("memory") else None,
+               chroma_url=chroma_url, sql_url=sql_url, maintenance="manual") as engine:
+        inspector.serve(engine, host=host, port=port, token=token, read_only=read_only)
 
 
 def main() -> None:

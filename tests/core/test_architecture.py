@@ -23,7 +23,8 @@ CORE = ROOT / "shared" / "mnemonia"
 ADAPTERS = [ROOT / "packages" / "langchain-mnemonia" / "langchain_mnemonia",
             ROOT / "packages" / "llama-index-memory-mnemonia" / "llama_index"]
 
-# adapters, cli, mcp, ui -> engine -> {ingest, recall, lifecycle, transfer, maintenance, items}
+# adapters, cli, mcp, ui -> engine -> {ingest, recall, lifecycle, transfer, maintenance,
+# items, inspection}
 # -> runtime -> {store, validation, embeddings, models, entities, config, clock} -> scoring
 # -> errors. A module may import its own layer and the layers below it, never one above.
 LAYERS: dict[str, int] = {
@@ -34,11 +35,13 @@ LAYERS: dict[str, int] = {
     "mnemonia.runtime": 3,
     "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,
     "mnemonia.transfer": 4, "mnemonia.maintenance": 4, "mnemonia.items": 4,
+    "mnemonia.inspection": 4,
     "mnemonia.engine": 5,
     "mnemonia.cli": 6, "mnemonia.mcp": 6, "mnemonia.ui": 6, "mnemonia": 6,
 }
 LAYER_NAMES = {0: "errors", 1: "scoring", 2: "store/validation/models/config/...",
-               3: "runtime", 4: "ingest/recall/lifecycle/transfer/maintenance", 5: "engine",
+               3: "runtime", 4: "ingest/recall/lifecycle/transfer/maintenance/inspection",
+               5: "engine",
                6: "cli/mcp/ui/package root"}
 # What the adapters may import of the core: the public names, nothing of its machinery.
 ADAPTER_ALLOWED = {"mnemonia", "mnemonia.errors", "mnemonia.models", "mnemonia.validation",

@@ -18,6 +18,7 @@ from typing import Any
 from mnemonia import ingest
 from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, shown
+from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.ranking import priority_of, weights
 from mnemonia.maintenance.reports import ConsolidationReport
 from mnemonia.runtime import Runtime, Summariser
@@ -211,6 +212,7 @@ def consolidate(rt: Runtime, *, tenant: str,
              consolidated, extra={"mnemonia": {"job": "consolidate",
                                                **{k: v for k, v in report.as_dict().items()
                                                   if k != "concept_ids"}}})
+    remember(rt, "consolidate", report, tenant)
     return report
 
 

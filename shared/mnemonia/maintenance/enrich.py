@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from mnemonia import ingest
+from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.reports import EnrichmentReport
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import reevaluation as reeval
@@ -29,4 +30,5 @@ def enrich(rt: Runtime, *, tenant: str) -> EnrichmentReport:
     log.info("enrich tenant=%s pending=%d enriched=%d relations_added=%d", tenant,
              report.pending, report.enriched, added,
              extra={"mnemonia": {"job": "enrich", **report.as_dict()}})
+    remember(rt, "enrich", report, tenant)
     return report

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia.clock import from_ts, to_ts
+from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.ranking import (
     columns,
     priority_array,
@@ -23,7 +24,7 @@ from mnemonia.scoring import priority as prio
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.validation import boolean
 
-__all__ = ["evict"]
+__all__ = ["evict", "eviction_order"]
 
 log = logging.getLogger("mnemonia.maintenance")
 
@@ -92,6 +93,21 @@ def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any
     return chosen
 
 
+def eviction_order(rt: Runtime, *, tenant: str, limit: int
+                   ) -> tuple[list[prio.EvictionCandidate], int, int]:
+    """What eviction would take next: the first ``limit`` memories in the order an explicit
+    run picks them (never-used lowest priority first, then used ones; protected ones never),
+    the active count, and how many one explicit run (``engine.evict``) takes."""
+    rt.check_open()
+    now = rt.now()
+    with rt.reading() as conn:
+        rows = rt.sql.active_rows(conn, tenant, _COLUMNS)
+    data = columns(rows)
+    picked = _choose(rt, tenant, rows, data, _protected(rows, data), min(limit, len(rows)),
+                     now) if rows and limit > 0 else []
+    return picked, len(rows), prio.eviction_count(len(rows), rt.config.eviction_budget)
+
+
 def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
     """Soft-delete the lowest-priority active memories of ``tenant``.
 
@@ -123,4 +139,5 @@ def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
                             reason=reason)
     log.info("evict tenant=%s active=%d allowed=%d evicted=%d reason=%s", tenant, active,
              allowed, len(chosen), reason, extra={"mnemonia": {"job": "evict", **report.as_dict()}})
+    remember(rt, "evict", report, tenant)
     return report

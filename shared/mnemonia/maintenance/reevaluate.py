@@ -12,6 +12,7 @@ from typing import Any
 
 from mnemonia import ingest
 from mnemonia.clock import from_ts, to_ts
+from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.reports import Promotion, ReevaluationReport
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import reevaluation as reeval
@@ -192,4 +193,5 @@ def reevaluate(rt: Runtime) -> ReevaluationReport:
                                  "promoted": report.promoted,
                                  "window_start": report.window_start.isoformat(),
                                  "window_end": report.window_end.isoformat()}})
+    remember(rt, "reevaluate", report)
     return report

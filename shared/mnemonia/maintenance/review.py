@@ -12,6 +12,7 @@ from typing import Any
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.errors import InvalidInputError, shown
 from mnemonia.lifecycle import review_update
+from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.reports import ReviewReport
 from mnemonia.models import RecallResult
 from mnemonia.runtime import Runtime
@@ -20,8 +21,8 @@ from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import sm2
 from mnemonia.validation import memory_id
 
-__all__ = ["ECHO_MIN_SHARE", "REACTIVE_USE_QUALITY", "echoes", "estimate_quality",
-           "quality_from_rank", "report_use", "review"]
+__all__ = ["ECHO_MIN_SHARE", "REACTIVE_USE_QUALITY", "due_for_review", "echoes",
+           "estimate_quality", "quality_from_rank", "report_use", "review"]
 
 log = logging.getLogger("mnemonia.maintenance")
 
@@ -61,9 +62,10 @@ def estimate_quality(*, importance: float, utility: float, hours_since_access: f
     return 0
 
 
-def _due(rt: Runtime, tenant: str, now: datetime
+def due_for_review(rt: Runtime, tenant: str, now: datetime
          ) -> list[tuple[float, str, Any, sm2.SM2State]]:
-    """Enriched, not skipped, not superseded active memories due now, by SM-2 priority."""
+    """``(SM-2 priority, id, row, state)`` of the enriched, not skipped, not superseded active
+    memories due at ``now``, highest priority first (what :func:`review` takes in order)."""
     with rt.reading() as conn:
         rows = rt.sql.active_rows(conn, tenant, _COLUMNS, enriched=True,
                                   not_state=reeval.SKIPPED, unsuperseded=True,
@@ -138,7 +140,7 @@ def review(rt: Runtime, *, tenant: str) -> ReviewReport:
     rt.check_open()
     now = rt.now()
     nowts = to_ts(now)
-    ranked = _due(rt, tenant, now)
+    ranked = due_for_review(rt, tenant, now)
     batch = ranked[:rt.config.review_batch]
     used, best_rank = _signals(rt, tenant, batch, nowts)
     counts = {"use": 0, "recall": 0, "estimate": 0}
@@ -163,6 +165,7 @@ def review(rt: Runtime, *, tenant: str) -> ReviewReport:
              tenant, report.due, report.reviewed, report.from_use, report.from_recall,
              report.estimated, extra={"mnemonia": {"job": "review", **{
                  k: v for k, v in report.as_dict().items() if k != "ids"}}})
+    remember(rt, "review", report, tenant)
     return report
 
 

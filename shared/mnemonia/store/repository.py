@@ -1566,6 +1566,89 @@ class SideStore:
             conn.exec_driver_sql("UPDATE memories_kw SET memory_id = ? WHERE memory_id = ?",
                                  [(b, a) for a, b in pairs])
 
+    # -- inspector reads (mnemonia.inspection; the ``mnemonia ui`` pages) -------------------
+    def inspect_page(self, conn: Connection, tenant: str, *, words: Sequence[str],
+                     filters: Mapping[str, Any], after: tuple[int, str] | None,
+                     limit: int) -> list[Any]:
+        """Up to ``limit`` committed rows of ``tenant`` (every column plus ``cursor_seq`` and
+        ``cursor_id``), newest first, after the ``(seq, id)`` cursor ``after``: keyset paging
+        on the ``(tenant, seq)`` index, so a deep page costs what the first one does.
+
+        ``filters``: ``kind``, ``topic``, ``state`` (a gatekeeper state, or ``pinned``,
+        ``superseded``, ``consolidated``) and ``deleted`` (``no``, ``yes``, ``all``).
+        ``words``: every one must occur in the text (the keyword index's word rules on SQLite,
+        where the index is searched newest first with the cursor on its rowid; a
+        case-insensitive substring match elsewhere).
+        """
+        cond, params = self._inspect_filters(filters)
+        if words and self.dialect == "sqlite":
+            terms = list(dict.fromkeys(t for w in words
+                                       for t in keyword_terms(w, tenant_token(tenant))))
+            if terms:
+                return self._inspect_keyword(conn, tenant, terms, cond, params, after, limit)
+        for w in words:
+            cond.append("lower(m.text) LIKE ? ESCAPE '\\'")
+            params.append("%" + _like_escape(w.casefold()) + "%")
+        if after is not None:
+            # seq alone narrows the index range; the id breaks ties (imports may share a seq)
+            cond.append("m.seq <= ? AND (m.seq < ? OR m.id < ?)")
+            params += [after[0], after[0], after[1]]
+        where = " AND ".join(["m.tenant = ?", "m.status = 'committed'", *cond])
+        return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, m.seq AS cursor_seq, m.id AS "
+                          f"cursor_id FROM memories AS m WHERE {where} "
+                          "ORDER BY m.seq DESC, m.id DESC LIMIT ?",
+                          (tenant, *params, limit), named=True)
+
+    def _inspect_keyword(self, conn: Connection, tenant: str, terms: Sequence[str],
+                         cond: list[str], params: list[Any], after: tuple[int, str] | None,
+                         limit: int) -> list[Any]:
+        """:meth:`inspect_page` with words on SQLite: the keyword index walked newest first
+        (by its rowid, which the cursor then holds: ``cursor_seq``), no bm25 ranking."""
+        match = " AND ".join(f'"{t}"' for t in terms)
+        more = list(cond)
+        extra: list[Any] = []
+        if after is not None:
+            more.append("k.rowid < ?")
+            extra.append(after[0])
+        where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?", "m.status = 'committed'",
+                              *more])
+        return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, k.rowid AS cursor_seq, m.id AS "
+                          "cursor_id FROM memories_kw AS k CROSS JOIN memories AS m "
+                          f"ON m.id = k.memory_id WHERE {where} ORDER BY k.rowid DESC LIMIT ?",
+                          (match, tenant, *params, *extra, limit), named=True)
+
+    @staticmethod
+    def _inspect_filters(filters: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
+        cond: list[str] = []
+        params: list[Any] = []
+        for key in ("kind", "topic"):
+            if filters.get(key) is not None:
+                cond.append(f"m.{key} = ?")
+                params.append(filters[key])
+        state = filters.get("state")
+        flags = {"pinned": "m.pinned = ?", "superseded": "m.superseded_by IS NOT NULL",
+                 "consolidated": "m.consolidated_into IS NOT NULL"}
+        if state == "pinned":
+            cond.append(flags[state])
+            params.append(True)
+        elif state in flags:
+            cond.append(flags[state])
+        elif state is not None:
+            cond.append("m.state = ?")
+            params.append(state)
+        deleted = filters.get("deleted", "no")
+        if deleted == "no":
+            cond.append("m.deleted_at IS NULL")
+        elif deleted == "yes":
+            cond.append("m.deleted_at IS NOT NULL")
+        return cond, params
+
+    def recently_deleted(self, conn: Connection, tenant: str, limit: int) -> list[Any]:
+        """The tenant's soft-deleted memories (every column), most recently deleted first."""
+        return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS} FROM memories AS m WHERE "
+                          "m.tenant = ? AND m.status = 'committed' AND m.deleted_at IS NOT NULL "
+                          "ORDER BY m.deleted_at DESC, m.id LIMIT ?", (tenant, limit), named=True)
+
 
 def _sqlite_file(database: str | None) -> str | None:
     """The absolute path of a SQLite database file, or ``None`` for an in-memory one."""
@@ -1581,6 +1664,11 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _like_escape(text: str) -> str:
+    """``text`` for a ``LIKE`` pattern with ``\\`` as the escape character."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 @functools.lru_cache(maxsize=64)
