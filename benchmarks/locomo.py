@@ -95,16 +95,15 @@ ABLATION: list[tuple[str, dict[str, Any]]] = [
     ("+ session context", {**_LATER}),
     ("+ spreading (follows, related_to, same_entity)", {**_NO_ENTITIES}),
     ("+ entities = shipped defaults", {}),
-    ("+ lifecycle terms (agent_memory, 1 d)", {"default_mode": "agent_memory"}),
     ("previous defaults (2026-11-23)", {**_NO_IDF, **_NO_EXPANSION, **_NO_SPEAKER,
-                                        **_NO_CONTEXT}),
+                                        **_NO_CONTEXT, "keyword_candidates": 20,
+                                        "hybrid_keyword_weight": 0.45}),
 ]
 
 # Held-out check: the grid a "tuning" run chooses from (by mean R@5+R@10+R@20).
 HELDOUT_GRID: dict[str, Sequence[Any]] = {
     "keyword_expansion": (0.0, 0.5),
-    "speaker_weight": (0.0, 0.1),
-    "context_weight": (0.0, 0.3),
+    "context_weight": (0.0, 0.5),
 }
 
 

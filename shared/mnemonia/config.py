@@ -59,14 +59,14 @@ DEFAULT_CONSOLIDATION_MIN_GROUP: int = cons.DEFAULT_MIN_GROUP  # 2
 DEFAULT_DEFAULT_K: int = 3
 DEFAULT_EPISODE_K: int = 5
 DEFAULT_RECALL_INITIAL_CANDIDATES: int = 10
-DEFAULT_KEYWORD_CANDIDATES: int = 20
+DEFAULT_KEYWORD_CANDIDATES: int = 50
 DEFAULT_KEYWORD_POSTINGS: int = 500
-DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.45
+DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.55
 DEFAULT_KEYWORD_DATES: bool = True
 DEFAULT_KEYWORD_IDF: bool = True
 DEFAULT_KEYWORD_EXPANSION: float = 0.5
 DEFAULT_SPEAKER_WEIGHT: float = 0.1
-DEFAULT_CONTEXT_WEIGHT: float = 0.3
+DEFAULT_CONTEXT_WEIGHT: float = 0.5
 DEFAULT_CONTEXT_WINDOW: int = 2
 DEFAULT_INITIAL_THRESHOLD: float = 0.1
 DEFAULT_ENTITY_SIMILARITY_THRESHOLD: float = 0.3
@@ -295,6 +295,8 @@ def _read_json(path: Any) -> _Stage:
 ENV_OTHER_VARIABLES: Mapping[str, str] = {
     "MNEMONIA_PATH": "the store folder of the `mnemonia` command line (its --path)",
     "MNEMONIA_CONFIG": "a JSON config file an engine reads by default (config_file)",
+    "MNEMONIA_UI_TOKEN": "the token `mnemonia ui` requires (its --token)",
+    "MNEMONIA_SCREENSHOTS": "where the inspector's browser test saves its screenshots",
 }
 """``MNEMONIA_*`` variables that are used but are no config keys. Every other ``MNEMONIA_*``
 variable must name a config key: a misspelt one is an error, not silently ignored."""

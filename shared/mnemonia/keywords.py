@@ -68,8 +68,13 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     expansions = {t: kept for t, e in expansions.items()
                   if (kept := {u: cr for u, cr in e.items() if df.get(u)})}
     if cfg.keyword_idf:
+        # a word no memory of the tenant uses (and that has no related word there) can match
+        # nothing: it would only shrink every score, so it does not count
         total = max(size, *df.values()) if df else size
-        weights = {t: act.idf_weight(min(df.get(t, 0), total), total) for t in qtok}
+        weights = {t: act.idf_weight(min(df.get(t, 0), total), total)
+                   for t in qtok if t in df or t in expansions}
+        if not weights:
+            weights = dict.fromkeys(qtok, 1.0)
     else:
         weights = dict.fromkeys(qtok, 1.0)
     search = list(dict.fromkeys([*qtok, *(u for e in expansions.values() for u in e)]))

@@ -146,7 +146,8 @@ def test_unknown_environment_variable_is_an_error_but_known_others_pass() -> Non
     # MNEMONIA_PATH is the CLI's store folder, not a config key: allowed, and ignored here.
     from mnemonia.config import ENV_OTHER_VARIABLES
 
-    assert set(ENV_OTHER_VARIABLES) == {"MNEMONIA_PATH", "MNEMONIA_CONFIG"}
+    assert set(ENV_OTHER_VARIABLES) == {"MNEMONIA_PATH", "MNEMONIA_CONFIG", "MNEMONIA_UI_TOKEN",
+                                       "MNEMONIA_SCREENSHOTS"}
     assert MnemoniaConfig.from_env({"MNEMONIA_PATH": "/x", "OTHER_DEFUALT_K": "1"}) == (
         MnemoniaConfig())
     with pytest.raises(InvalidConfigError, match="must be a mapping"):

@@ -59,7 +59,8 @@ def test_names_speaker_and_context_lift() -> None:
     assert act.names_speaker({"what", "did", "mary", "jane", "say"}, "Mary Jane")
     assert not act.names_speaker({"mary"}, "Mary Jane")
     assert not act.names_speaker({"mary"}, "")
-    assert act.context_lift(0.5, 0.8, weight=0.3) == pytest.approx((0.5 + 0.24) / 1.3)
+    assert act.context_lift(0.5, 0.8, weight=0.3) == pytest.approx(0.5 + 0.24 * 0.5)
+    assert act.context_lift(0.5, 0.0, weight=0.3) == 0.5  # never lowered
     assert act.context_lift(0.5, 0.0, weight=0.0) == 0.5
     with pytest.raises(InvalidInputError, match="weight"):
         act.context_lift(0.5, 0.5, weight=-0.1)

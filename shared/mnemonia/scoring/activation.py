@@ -255,8 +255,9 @@ def names_speaker(query_words: Collection[str], speaker: str) -> bool:
 
 
 def context_lift(own: float, context: float, *, weight: float) -> float:
-    """Return ``(own + weight * context) / (1 + weight)``: a memory's relevance lifted by the
-    best relevance among its neighbours in its session (``context``), kept in ``[0, 1]``.
+    """Return ``own + weight * context * (1 - own)``: a memory's relevance lifted by the best
+    relevance among its neighbours in its session (``context``). A lift never lowers a
+    score, and it stays under 1 for relevances in ``[0, 1]``.
 
     Raises:
         InvalidInputError: ``own`` or ``context`` not finite; ``weight`` negative.
@@ -266,7 +267,7 @@ def context_lift(own: float, context: float, *, weight: float) -> float:
     g = require_finite(weight, "weight")
     if g < 0:
         raise InvalidInputError(f"weight={g!r}: must be >= 0")
-    return (a + g * b) / (1.0 + g)
+    return a + g * b * max(0.0, 1.0 - a)
 
 
 def fuse(cosine: float, keyword: float, *, keyword_weight: float = DEFAULT_KEYWORD_WEIGHT) -> float:
