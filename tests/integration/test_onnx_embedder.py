@@ -108,6 +108,8 @@ def test_int8_variant_is_close_and_made_from_the_float_file(
         onnx_int8: OnnxEmbedder, real_embedder) -> None:  # type: ignore[no-untyped-def]
     assert onnx_int8.exported == ["int8"]  # the float export was reused
     assert onnx_int8.path is not None and onnx_int8.path.name == "model-int8.onnx"
+    assert sorted(p.name for p in onnx_int8.path.parent.iterdir()) == [
+        ".lock", "model-int8.json", "model-int8.onnx", "model.json", "model.onnx"]
     cos = _cosines(onnx_int8.embed_documents(TEXTS), real_embedder.embed_documents(TEXTS))
     assert cos.min() >= 0.95 and cos.mean() >= 0.98
     assert onnx_int8.name == real_embedder.name
