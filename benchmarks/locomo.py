@@ -64,7 +64,8 @@ from locomo_data import (  # noqa: E402
     summarise,
 )
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig  # noqa: E402
-from mnemonia.embeddings import default_embedder  # noqa: E402
+from mnemonia.config import DEFAULT_EMBEDDER_BACKEND, EMBEDDER_BACKENDS  # noqa: E402
+from mnemonia.embeddings import SentenceTransformerEmbedder, default_embedder  # noqa: E402
 
 TURN_SPACING = timedelta(seconds=10)  # between consecutive turns of one session
 RECALL_K = 20
@@ -127,8 +128,12 @@ class CachedEmbedder:
 
     @property
     def model(self) -> Any:
-        """The SentenceTransformer itself (shared with the dense baseline)."""
-        return self.inner._load()
+        """What the dense baseline encodes with: the SentenceTransformer itself, or (another
+        backend) the embedder behind an ``encode`` of the same shape."""
+        inner = self.inner
+        if isinstance(inner, SentenceTransformerEmbedder):
+            return inner.model
+        return _Encoder(inner)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -143,6 +148,16 @@ class CachedEmbedder:
         vec = np.asarray(self.inner.embed_query(text), dtype=np.float32)
         self.queries[text] = vec
         return vec
+
+
+class _Encoder:
+    """``encode(texts, ...)`` of an embedder (normalised rows), for the dense baseline."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    def encode(self, texts: Sequence[str], **_: Any) -> np.ndarray:
+        return np.asarray(self.embedder.embed_documents(list(texts)), dtype=np.float32)
 
 
 def turn_text(turn: Any) -> str:
@@ -417,6 +432,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads for the model (default 1: on a busy machine more "
                          "threads wait on each other and query embedding gets 10-20x slower)")
+    ap.add_argument("--backend", choices=EMBEDDER_BACKENDS, default=DEFAULT_EMBEDDER_BACKEND,
+                    help="how the bundled model runs (the engine's embedder_backend; the dense "
+                         "baseline uses the same; default %(default)s)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args(argv)
     import torch
@@ -427,7 +445,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     n_q = sum(len(scored_questions(c)) for c in convs)
     print(f"LoCoMo {args.data}: {len(convs)} conversations, {sum(len(c.turns) for c in convs)} "
           f"turns, {n_q} scored questions (categories 1-4 with evidence)")
-    emb = CachedEmbedder()
+    emb = CachedEmbedder(default_embedder(args.backend))
+    print(f"embedder: {emb.inner!r} ({args.backend})")
     with Bench(convs, sweep=args.sweep, embedder=emb, progress=not args.quiet) as bench:
         print(f"ingest ({args.sweep} sweep): {bench.ingest_seconds:.0f} s")
         run = bench.run(bare_knn=True)

@@ -31,8 +31,8 @@ from mnemonia.scoring import priority as prio
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import retention as ret
 
-__all__ = ["ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADATA_BYTES", "MAX_METADATA_DEPTH",
-           "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
+__all__ = ["EMBEDDER_BACKENDS", "ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADATA_BYTES",
+           "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
 
 ENV_PREFIX = "MNEMONIA_"
 MAX_TEXT_CHARS = 16_000
@@ -99,6 +99,14 @@ DEFAULT_MAINTENANCE_POLL_SECONDS: float = 1.0
 DEFAULT_MAINTENANCE_LEASE_SECONDS: float = 300.0
 DEFAULT_RERANK_CANDIDATES: int = 20
 DEFAULT_EMBED_BATCH_SIZE: int = 64
+EMBEDDER_BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
+"""How the bundled all-MiniLM-L6-v2 runs (``MemoryEngine.open(embedder=None)``): ``torch``
+(sentence-transformers), ``onnx`` (the same weights exported once to ONNX and run by ONNX
+Runtime: the same vectors to float precision), ``onnx-int8`` (that export with int8 weights:
+close, not equal, vectors). All three carry the model's name, so a store opens with any."""
+DEFAULT_EMBEDDER_BACKEND: str = "torch"
+DEFAULT_ONNX_CACHE_DIR: str | None = None
+"""``None``: ``$XDG_CACHE_HOME/mnemonia/onnx`` (else ``~/.cache/mnemonia/onnx``)."""
 DEFAULT_QUERY_CACHE_SIZE: int = 1024
 DEFAULT_RETRY_ATTEMPTS: int = 5
 DEFAULT_RETRY_MAX_WAIT: float = 2.0
@@ -199,6 +207,10 @@ class MnemoniaConfig:
     max_metadata_depth: int = MAX_METADATA_DEPTH
     # Embeddings, storage, network
     embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE
+    # The bundled model's runtime (EMBEDDER_BACKENDS) and where the ONNX export is cached;
+    # both apply when no embedder is given to MemoryEngine.open.
+    embedder_backend: str = DEFAULT_EMBEDDER_BACKEND
+    onnx_cache_dir: str | None = DEFAULT_ONNX_CACHE_DIR
     query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE
     retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
     retry_max_wait: float = DEFAULT_RETRY_MAX_WAIT
@@ -507,6 +519,10 @@ def _field_problems(name: str, v: Any) -> list[str]:
         return [f"default_mode={shown(v)}: must be one of {', '.join(MODES)}"]
     if name == "maintenance" and (not isinstance(v, str) or v not in MAINTENANCE_MODES):
         return [f"maintenance={shown(v)}: must be one of {', '.join(MAINTENANCE_MODES)}"]
+    if name == "embedder_backend" and (not isinstance(v, str) or v not in EMBEDDER_BACKENDS):
+        return [f"embedder_backend={shown(v)}: must be one of {', '.join(EMBEDDER_BACKENDS)}"]
+    if name == "onnx_cache_dir" and v is not None and (not isinstance(v, str) or not v.strip()):
+        return [f"onnx_cache_dir={shown(v)}: must be None or a folder path (non-empty str)"]
     if name == "intelligence_disabled_tenants" and (
             not isinstance(v, tuple) or not all(isinstance(t, str) for t in v)):
         return [f"intelligence_disabled_tenants={shown(v)}: must be a tuple of tenant names"]
@@ -548,6 +564,8 @@ def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
     text = raw.strip()
     if name == "max_memories":
         return None if text.lower() in ("", "none", "null") else _number(int, text, "an integer")
+    if name == "onnx_cache_dir":
+        return raw if text else None
     if isinstance(default, bool):
         if text.lower() in ("1", "true", "yes", "on"):
             return True

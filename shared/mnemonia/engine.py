@@ -91,8 +91,9 @@ class MemoryEngine:
             config: Tunables; default: ``MNEMONIA_CONFIG`` or ``<path>/mnemonia.json`` (if
                 there is one), then ``MNEMONIA_*`` (:meth:`MnemoniaConfig.load`).
             clock: Where ``now`` comes from; default the system clock (UTC).
-            embedder: ``None`` for the bundled all-MiniLM-L6-v2, or any LangChain
-                ``Embeddings`` / LlamaIndex ``BaseEmbedding`` / Mnemonia embedder.
+            embedder: ``None`` for the bundled all-MiniLM-L6-v2 (run by
+                ``config.embedder_backend``), or any LangChain ``Embeddings`` / LlamaIndex
+                ``BaseEmbedding`` / Mnemonia embedder.
             entity_extractor: ``text -> ['type:name', ...]``; default rule-based.
             summariser: ``texts -> text`` used by consolidation for concept texts.
             namespace: Chroma collection prefix (``<namespace>-<tenant>``) on a shared server.
@@ -110,8 +111,10 @@ class MemoryEngine:
         if maintenance is not None:
             cfg = dataclasses.replace(cfg, maintenance=maintenance)
         verify = check.boolean(verify, "verify")
+        emb = as_embedder(embedder, backend=cfg.embedder_backend,
+                          onnx_cache_dir=cfg.onnx_cache_dir)
         rt = Runtime.open(path, chroma_url=chroma_url, sql_url=sql_url, config=cfg,
-                          clock=clock or SystemClock(), embedder=as_embedder(embedder),
+                          clock=clock or SystemClock(), embedder=emb,
                           entity_extractor=entity_extractor, summariser=summariser,
                           namespace=namespace, reranker=as_reranker(rerank))
         engine = cls(transfer.open_store(rt, verify_stores=verify))

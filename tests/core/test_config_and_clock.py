@@ -212,3 +212,25 @@ def test_config_survives_copy_and_pickle() -> None:
     c = MnemoniaConfig(default_k=5)
     assert pickle.loads(pickle.dumps(c)) == c == copy.deepcopy(c)
     assert dataclasses.replace(c, default_k=6).default_k == 6
+
+
+def test_embedder_backend_is_a_checked_choice() -> None:
+    c = MnemoniaConfig()
+    assert (c.embedder_backend, c.onnx_cache_dir) == ("torch", None)
+    assert MnemoniaConfig(embedder_backend="onnx-int8").embedder_backend == "onnx-int8"
+    cfg = MnemoniaConfig.from_env({"MNEMONIA_EMBEDDER_BACKEND": "onnx",
+                                   "MNEMONIA_ONNX_CACHE_DIR": "/srv/cache/onnx"})
+    assert (cfg.embedder_backend, cfg.onnx_cache_dir) == ("onnx", "/srv/cache/onnx")
+    assert MnemoniaConfig.from_env({"MNEMONIA_ONNX_CACHE_DIR": ""}).onnx_cache_dir is None
+    with pytest.raises(InvalidConfigError) as info:
+        MnemoniaConfig(embedder_backend="tensorrt", onnx_cache_dir="  ")
+    assert info.value.violations == [
+        "embedder_backend='tensorrt': must be one of torch, onnx, onnx-int8",
+        "onnx_cache_dir='  ': must be None or a folder path (non-empty str)"]
+    with pytest.raises(InvalidConfigError) as env_info:
+        MnemoniaConfig.load(env={"MNEMONIA_EMBEDDER_BACKEND": "ONNX"})
+    assert env_info.value.violations == [
+        "embedder_backend='ONNX': must be one of torch, onnx, onnx-int8 "
+        "(from MNEMONIA_EMBEDDER_BACKEND)"]
+    with pytest.raises(InvalidConfigError, match="embedder_backend=None: must be one of"):
+        MnemoniaConfig().replace(embedder_backend=None)
