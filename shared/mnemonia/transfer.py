@@ -62,6 +62,7 @@ from mnemonia.errors import (
     StoreError,
     StoreInconsistentError,
 )
+from mnemonia.keywords import store_term_vectors
 from mnemonia.models import KINDS
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
@@ -1414,6 +1415,16 @@ def repair_imports(rt: Runtime) -> None:
             log.warning("finished the import %s: %d replaced vectors written", iid, len(ids))
 
 
+def _term_vectors(rt: Runtime, tenant: str) -> None:
+    """Word vectors for the words of the tenant's memories (recall's keyword expansion; a
+    cache, not part of the file): after the import, outside its transaction."""
+    with rt.writing() as conn:
+        ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"])]
+        for start in range(0, len(ids), 500):
+            rows = rt.sql.rows(conn, tenant, ids[start:start + 500])
+            store_term_vectors(rt, conn, [row_embed_text(r) for r in rows.values()])
+
+
 def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = False,
                 on_conflict: str = "error", on_progress: Progress | None = None) -> int:
     """Load a JSONL export (format 1 or 2) whole or not at all; returns the memories written.
@@ -1449,6 +1460,7 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
         for tenant in plan.tenants:
             rt.forget_indexes(tenant)
             rt.collection(tenant, create=True)  # a tenant without memories has one too
+            _term_vectors(rt, tenant)
         if replaced:
             _sync_vectors(rt, replaced)
             with rt.sql.begin() as conn:

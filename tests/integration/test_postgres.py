@@ -206,7 +206,8 @@ def slow_summariser(texts):
 engine = MemoryEngine.open(chroma_url=chroma_url, sql_url=sql_url, namespace=namespace,
                            embedder=HashingEmbedder(), summariser=slow_summariser,
                            config=MnemoniaConfig.load(env={}, maintenance="manual"))
-only = {"enrich": None, "evict": None, "review": None, "reevaluate": None, "consolidate": 60}
+only = {"enrich": None, "evict": None, "review": None, "reevaluate": None, "expire": None,
+        "consolidate": 60}
 scheduler = Scheduler(engine, intervals=only)
 done = scheduler.run_pending()
 print("ran", sorted(done), scheduler.runs["consolidate"], flush=True)
@@ -224,7 +225,7 @@ def test_two_processes_run_each_job_one_at_a_time_through_a_lease(
     eng = MemoryEngine.open(chroma_url=chroma_server, sql_url=sql_url, namespace=ns,
                             embedder=HashingEmbedder(), config=cfg)
     marker = tmp_path / "holding"
-    only = {"enrich": None, "evict": None, "review": None, "reevaluate": None,
+    only = {"enrich": None, "evict": None, "review": None, "reevaluate": None, "expire": None,
             "consolidate": 60}
     try:
         eng.add_many([{"text": "The deploy runs every Friday at noon"},

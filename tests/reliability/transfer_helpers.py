@@ -35,25 +35,33 @@ QUERIES = (
 # - the keyword index's ``rowid`` (an FTS5 document number);
 # - ``kv``: the store's maintenance scheduler state (the last re-evaluation tick and the
 #   candidates it deferred), which belongs to the store, not to its memories;
+# - ``term_vectors``: word vectors recall's keyword expansion reads, a cache derived from the
+#   words memories use (filled by enrichment, per embedding model), not memory content;
 # - ``schema_migrations.applied_at`` (the wall clock; already masked by the dump).
 PER_STORE_COLUMNS = {"memory_events": ("id",), "access_log": ("id",), "memories_kw": ("rowid",)}
-PER_STORE_TABLES = ("kv",)
+PER_STORE_TABLES = ("kv", "term_vectors")
 
 
 class CountingEmbedder(HashingEmbedder):
-    """The hashing embedder, counting the texts it embeds (and failing on a chosen call)."""
+    """The hashing embedder, counting the memory texts it embeds (and failing on a chosen
+    call). Single words are the word vectors of recall's keyword expansion (a cache rebuilt
+    after an import): counted in ``words``, not ``texts`` (the corpora's texts all have
+    several words)."""
 
     def __init__(self, *args: Any, fail_on_call: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.calls = 0
         self.texts = 0
+        self.words = 0
         self.fail_on_call = fail_on_call
 
     def embed_documents(self, texts: Any) -> Any:
         self.calls += 1
         if self.fail_on_call is not None and self.calls >= self.fail_on_call:
             raise RuntimeError(f"embedder failure injected at call {self.calls}")
-        self.texts += len(texts)
+        words = sum(1 for t in texts if len(t.split()) == 1)
+        self.words += words
+        self.texts += len(texts) - words
         return super().embed_documents(texts)
 
 
