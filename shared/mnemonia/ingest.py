@@ -165,6 +165,15 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
     return {i: rt.sql.to_memory(r) for i, r in rows.items()}
 
 
+def _top_earlier(row: np.ndarray, i: int) -> list[int]:
+    """Indices of the (at most) :data:`NEIGHBOURS` most similar of the first ``i`` items of
+    ``row``: selecting them is linear in the batch, so a batch of ``b`` items costs
+    ``O(b * NEIGHBOURS)`` Python work, not ``O(b^2)``."""
+    if i <= NEIGHBOURS:
+        return list(range(i))
+    return [int(j) for j in np.argpartition(-row[:i], NEIGHBOURS - 1)[:NEIGHBOURS]]
+
+
 def gatekeep(rt: Runtime, col: Any, items: Sequence[PreparedMemory], matrix: np.ndarray
              ) -> tuple[list[str], list[Near]]:
     """Gatekeeper state per item, and its nearest existing or earlier-in-batch memories."""
@@ -174,7 +183,7 @@ def gatekeep(rt: Runtime, col: Any, items: Sequence[PreparedMemory], matrix: np.
     neighbours: list[Near] = []
     for i, p in enumerate(items):
         near = list(zip(ids_existing[i], sims_existing[i], strict=True))
-        near += [(items[j].id, float(within[i, j])) for j in range(i)]
+        near += [(items[j].id, float(within[i, j])) for j in _top_earlier(within[i], i)]
         near.sort(key=lambda t: -t[1])
         near = near[:NEIGHBOURS]
         max_sim = near[0][1] if near else 0.0
