@@ -1213,12 +1213,12 @@ class SideStore:
 
     def entity_neighbours(self, conn: Connection, tenant: str, entity: str, exclude: str,
                           limit: int) -> list[str]:
-        """Up to ``limit`` other memories linked to ``entity`` (by id)."""
-        me = memory_entities.c
-        return [r[0] for r in conn.execute(
-            sa.select(me.memory_id).where(me.tenant == tenant, me.entity == entity,
-                                          me.memory_id != exclude)
-            .order_by(me.memory_id).limit(limit))]
+        """Up to ``limit`` other memories linked to ``entity`` (by id). Called once per entity
+        of every enriched memory: a plain statement, not one built per call (building the
+        SQLAlchemy select cost ~3 ms, several times the read)."""
+        return [r[0] for r in self.fetch(
+            conn, "SELECT memory_id FROM memory_entities WHERE tenant = ? AND entity = ? "
+            "AND memory_id != ? ORDER BY memory_id LIMIT ?", (tenant, entity, exclude, limit))]
 
     def entity_counts(self, conn: Connection, tenant: str) -> list[tuple[str, int]]:
         """``(entity, linked memories not deleted)`` of the tenant."""
@@ -1247,24 +1247,23 @@ class SideStore:
     # -- relations ---------------------------------------------------------------------------
     def previous_in_session(self, conn: Connection, tenant: str, session_id: str,
                             memory_id: str, at: float) -> str | None:
-        """The memory of the same session just before ``memory_id`` (by time, then seq)."""
-        m = memories.c
-        me = memories.alias("me")
-        prev = conn.execute(
-            sa.select(m.id).where(
-                m.tenant == tenant, m.session_id == session_id,
-                m.id != memory_id, sa.or_(m.created_at < at, sa.and_(
-                    m.created_at == at,  # same time: an earlier seq only
-                    m.seq < sa.select(me.c.seq).where(me.c.id == memory_id).scalar_subquery())))
-            .order_by(m.created_at.desc(), m.seq.desc()).limit(1)
-        ).first()
-        return None if prev is None else str(prev[0])
+        """The memory of the same session just before ``memory_id`` (by time, then seq).
+        Called once per enriched memory: a plain statement (building the select with its
+        aliased subquery cost ~10 ms, far more than the indexed read)."""
+        rows = self.fetch(conn, (
+            "SELECT id FROM memories WHERE tenant = ? AND session_id = ? AND id != ? "
+            "AND (created_at < ? OR (created_at = ? "  # same time: an earlier seq only
+            "AND seq < (SELECT me.seq FROM memories AS me WHERE me.id = ?))) "
+            "ORDER BY created_at DESC, seq DESC LIMIT 1"),
+            (tenant, session_id, memory_id, at, at, memory_id))
+        return None if not rows else str(rows[0][0])
 
     def insert_edges(self, conn: Connection, tenant: str,
-                     edges: Mapping[tuple[str, str, str], float], at: float) -> None:
-        """Insert ``{(src, dst, type): strength}`` edges that do not exist yet."""
+                     edges: Mapping[tuple[str, str, str], float], at: float) -> int:
+        """Insert ``{(src, dst, type): strength}`` edges that do not exist yet; returns how
+        many were inserted."""
         if not edges:
-            return
+            return 0
         existing = set()
         srcs = list({k[0] for k in edges})
         for chunk in chunks(srcs):
@@ -1275,6 +1274,7 @@ class SideStore:
                 for (s, d, t), w in edges.items() if (s, d, t) not in existing and s != d]
         if rows:
             conn.execute(relations.insert(), rows)
+        return len(rows)
 
     def upsert_relation(self, conn: Connection, tenant: str, src: str, dst: str, rel_type: str,
                         strength: float, at: float) -> None:
