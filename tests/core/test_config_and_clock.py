@@ -220,7 +220,7 @@ def test_config_survives_copy_and_pickle() -> None:
 
 def test_embedder_backend_is_a_checked_choice() -> None:
     c = MnemoniaConfig()
-    assert (c.embedder_backend, c.onnx_cache_dir) == ("torch", None)
+    assert (c.embedder_backend, c.onnx_cache_dir) == ("onnx", None)
     assert MnemoniaConfig(embedder_backend="onnx-int8").embedder_backend == "onnx-int8"
     cfg = MnemoniaConfig.from_env({"MNEMONIA_EMBEDDER_BACKEND": "onnx",
                                    "MNEMONIA_ONNX_CACHE_DIR": "/srv/cache/onnx"})

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 from mnemonia import MemoryEngine, MnemoniaConfig
-from mnemonia.embeddings import HashingEmbedder, as_embedder, default_embedder
+from mnemonia.embeddings import (
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    as_embedder,
+    default_embedder,
+)
 from mnemonia.errors import InvalidInputError, MnemoniaError, StoreError
 from mnemonia.onnx_embedder import OnnxEmbedder, default_cache_dir
 
@@ -26,7 +31,8 @@ def test_default_embedders_are_shared_per_backend_and_cache_folder(tmp_path: Pat
     assert default_embedder("onnx-int8", onnx_cache_dir=tmp_path) is not a
     assert default_embedder("onnx", onnx_cache_dir=tmp_path / "other") is not a
     assert isinstance(a, OnnxEmbedder) and not a.quantized
-    assert default_embedder("torch") is default_embedder()
+    assert default_embedder("onnx") is default_embedder()
+    assert isinstance(default_embedder("torch"), SentenceTransformerEmbedder)
     assert a.name == default_embedder().name == "sentence-transformers/all-MiniLM-L6-v2"
 
 
