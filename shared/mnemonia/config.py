@@ -59,15 +59,16 @@ DEFAULT_CONSOLIDATION_MIN_GROUP: int = cons.DEFAULT_MIN_GROUP  # 2
 DEFAULT_DEFAULT_K: int = 3
 DEFAULT_EPISODE_K: int = 5
 DEFAULT_RECALL_INITIAL_CANDIDATES: int = 10
-DEFAULT_KEYWORD_CANDIDATES: int = 50
+DEFAULT_KEYWORD_CANDIDATES: int = 100
 DEFAULT_KEYWORD_POSTINGS: int = 500
 DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.55
 DEFAULT_KEYWORD_DATES: bool = True
 DEFAULT_KEYWORD_IDF: bool = True
-DEFAULT_KEYWORD_EXPANSION: float = 0.5
-DEFAULT_SPEAKER_WEIGHT: float = 0.1
+DEFAULT_KEYWORD_EXPANSION: float = 0.45
+DEFAULT_SPEAKER_WEIGHT: float = 0.2
 DEFAULT_CONTEXT_WEIGHT: float = 0.5
 DEFAULT_CONTEXT_WINDOW: int = 2
+DEFAULT_SESSION_WEIGHT: float = 0.6
 DEFAULT_INITIAL_THRESHOLD: float = 0.1
 DEFAULT_ENTITY_SIMILARITY_THRESHOLD: float = 0.3
 DEFAULT_ENTITY_FANOUT: int = 20
@@ -170,6 +171,9 @@ class MnemoniaConfig:
     # at most context_window turns before or after it in its session (0: off).
     context_weight: float = DEFAULT_CONTEXT_WEIGHT
     context_window: int = DEFAULT_CONTEXT_WINDOW
+    # ... and by this share of the best relevance among the candidates of its session
+    # (session_id): a session as one context node (0: off).
+    session_weight: float = DEFAULT_SESSION_WEIGHT
     initial_threshold: float = DEFAULT_INITIAL_THRESHOLD
     entity_similarity_threshold: float = DEFAULT_ENTITY_SIMILARITY_THRESHOLD
     entity_fanout: int = DEFAULT_ENTITY_FANOUT
@@ -413,6 +417,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "keyword_expansion": (0.0, 1.0, True, False),
     "speaker_weight": (0.0, 1.0, True, True),
     "context_weight": (0.0, 1.0, True, True),
+    "session_weight": (0.0, 1.0, True, True),
     "entity_similarity_threshold": (0.0, 1.0, True, True),
     "spread_decay": (0.0, 1.0, False, True),
     "cross_topic_penalty": (0.0, 1.0, True, True),

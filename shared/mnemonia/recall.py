@@ -268,9 +268,11 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     (:func:`mnemonia.scoring.activation.context_lift`); those neighbours are scored too and
     join the candidates (the answer often sits right after the turn that names the topic)."""
     cfg = rt.config
-    if cfg.context_weight <= 0 or cfg.context_window <= 0 or not c.info:
+    neighbours = cfg.context_weight > 0 and cfg.context_window > 0
+    if not c.info or not (neighbours or cfg.session_weight > 0):
         return
-    around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window)
+    around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window) \
+        if neighbours else {}
     # new memories are read around the strongest candidates only
     sources = sorted(c.info, key=lambda m: (-c.info[m].fused, m))[:CONTEXT_SOURCES]
     new = sorted({n for m in sources for n in around.get(m, ())} - set(c.info))
@@ -285,10 +287,19 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
             if i in c.cos:
                 kw, fused = relevance(rt, c.rows[i], c.cos[i], kq)
                 c.info[i] = SeedInfo(cosine=c.cos[i], keyword=kw, seed=fused, fused=fused)
+    session_best: dict[str, float] = {}
+    if cfg.session_weight > 0:
+        for mid, info in c.info.items():
+            sid = c.rows[mid].session_id
+            if sid is not None:
+                session_best[sid] = max(session_best.get(sid, 0.0), info.fused)
     for mid, info in c.info.items():
         near = around.get(mid, ())
         best = max((c.info[n].fused for n in near if n in c.info), default=0.0)
         info.seed = act.context_lift(info.fused, best, weight=cfg.context_weight)
+        sid = c.rows[mid].session_id
+        if sid in session_best:
+            info.seed = act.context_lift(info.seed, session_best[sid], weight=cfg.session_weight)
         if info.seed >= cfg.initial_threshold or req.floor == 0:
             c.seeds[mid] = info.seed
         else:

@@ -71,7 +71,8 @@ def test_names_speaker_and_context_lift() -> None:
 
 @pytest.mark.parametrize(("key", "value"), [
     ("keyword_expansion", 1.0), ("keyword_expansion", -0.1), ("speaker_weight", 1.5),
-    ("context_weight", -0.2), ("context_window", -1), ("keyword_idf", "yes")])
+    ("context_weight", -0.2), ("context_window", -1), ("keyword_idf", "yes"),
+    ("session_weight", 1.2), ("session_weight", -0.1)])
 def test_new_recall_keys_are_checked(key: str, value: object) -> None:
     with pytest.raises(InvalidConfigError, match=key):
         MnemoniaConfig(**{key: value})
@@ -158,8 +159,35 @@ def test_a_turn_is_lifted_by_its_session_neighbours(tmp_path: Path, clock: Manua
         w = engine.config.hybrid_keyword_weight
         fused = (1 - w) * max(0.0, hit.explanation.cosine) + w * hit.explanation.keyword
         assert hit.explanation.seed > fused  # lifted by the question right before it
-    with _open(tmp_path, clock, context_weight=0.0) as engine:
+    with _open(tmp_path, clock, context_weight=0.0, session_weight=0.0) as engine:
         res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
         hit = _hit(res, answer)
         fused = (1 - w) * max(0.0, hit.explanation.cosine) + w * hit.explanation.keyword
         assert hit.explanation.seed == pytest.approx(fused)
+
+
+def test_a_turn_is_lifted_by_the_best_match_of_its_session(tmp_path: Path,
+                                                           clock: ManualClock) -> None:
+    """Far from the matching turn (beyond the context window), a turn of the same session
+    gains session_weight of the session's best relevance; a turn alone in its session only
+    its own (the lift is monotone in the turn's relevance)."""
+    with _open(tmp_path, clock, context_weight=0.0) as engine:
+        far = engine.add("we spoke about the weather", tenant="t", session_id="s1").id
+        for i in range(4):
+            engine.add(f"filler turn {i}", tenant="t", session_id="s1")
+        engine.add("my favourite food is pizza", tenant="t", session_id="s1")
+        other = engine.add("we spoke about the weather again", tenant="t", session_id="s2").id
+        res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
+        hit, ref = _hit(res, far), _hit(res, other)
+        best = max(h.explanation.seed for h in res.memories)
+        w = engine.config.hybrid_keyword_weight
+        def fused(h):  # type: ignore[no-untyped-def]
+            return (1 - w) * max(0.0, h.explanation.cosine) + w * h.explanation.keyword
+        assert hit.explanation.seed > fused(hit)
+        assert hit.explanation.seed <= fused(hit) + 0.6 * best * (1 - fused(hit)) + 1e-9
+        assert ref.explanation.seed == pytest.approx(act.context_lift(fused(ref), fused(ref),
+                                                                      weight=0.6))
+    with _open(tmp_path, clock, context_weight=0.0, session_weight=0.0) as engine:
+        res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
+        hit = _hit(res, far)
+        assert hit.explanation.seed == pytest.approx(fused(hit))
