@@ -68,7 +68,7 @@ DEFAULT_KEYWORD_EXPANSION: float = 0.45
 DEFAULT_SPEAKER_WEIGHT: float = 0.2
 DEFAULT_CONTEXT_WEIGHT: float = 0.5
 DEFAULT_CONTEXT_WINDOW: int = 2
-DEFAULT_SESSION_WEIGHT: float = 0.6
+DEFAULT_SESSION_WEIGHT: float = 0.0
 DEFAULT_INITIAL_THRESHOLD: float = 0.1
 DEFAULT_ENTITY_SIMILARITY_THRESHOLD: float = 0.3
 DEFAULT_ENTITY_FANOUT: int = 20
@@ -171,8 +171,9 @@ class MnemoniaConfig:
     # at most context_window turns before or after it in its session (0: off).
     context_weight: float = DEFAULT_CONTEXT_WEIGHT
     context_window: int = DEFAULT_CONTEXT_WINDOW
-    # ... and by this share of the best relevance among the candidates of its session
-    # (session_id): a session as one context node (0: off).
+    # ... and by this share of (its own relevance x the best relevance among the candidates
+    # of its session, session_id): a session as one context node. Off by default: on LoCoMo
+    # it moves R@10 by +0.5 (open-domain +2.3) but surfaces off-topic turns of a chat session.
     session_weight: float = DEFAULT_SESSION_WEIGHT
     initial_threshold: float = DEFAULT_INITIAL_THRESHOLD
     entity_similarity_threshold: float = DEFAULT_ENTITY_SIMILARITY_THRESHOLD

@@ -299,7 +299,10 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
         info.seed = act.context_lift(info.fused, best, weight=cfg.context_weight)
         sid = c.rows[mid].session_id
         if sid in session_best:
-            info.seed = act.context_lift(info.seed, session_best[sid], weight=cfg.session_weight)
+            # the session's support counts in proportion to the turn's own relevance, so a
+            # turn unrelated to the query is not lifted by a strong match in its session
+            info.seed = act.context_lift(info.seed, session_best[sid] * info.fused,
+                                         weight=cfg.session_weight)
         if info.seed >= cfg.initial_threshold or req.floor == 0:
             c.seeds[mid] = info.seed
         else:

@@ -20,12 +20,12 @@ def test_defaults_follow_the_design() -> None:
     # Recall defaults chosen on LoCoMo (README "Retrieval quality (LoCoMo)"; DESIGN sections
     # 5 and 8 leave them to the benchmark): fusion weight 0.55, no per-hop decay, and the
     # round-two steps (IDF, expansion 0.45, speaker 0.2, session context 0.5 over 2 turns,
-    # the session's best 0.6, 100 keyword candidates).
+    # the session's best off, 100 keyword candidates).
     assert (c.hybrid_keyword_weight, c.initial_threshold, c.spread_depth, c.spread_decay) == (
         0.55, 0.1, 2, 1.0)
     assert (c.keyword_candidates, c.keyword_idf, c.keyword_expansion, c.speaker_weight) == (
         100, True, 0.45, 0.2)
-    assert (c.context_weight, c.context_window, c.session_weight) == (0.5, 2, 0.6)
+    assert (c.context_weight, c.context_window, c.session_weight) == (0.5, 2, 0.0)
     assert (c.default_mode, c.keyword_dates, c.spread_frontier) == ("lifecycle", True, 20)
     assert c.keyword_postings == 500
     assert (c.min_activation, c.default_k, c.episode_k, c.entity_fanout) == (0.15, 3, 5, 20)

@@ -168,26 +168,30 @@ def test_a_turn_is_lifted_by_its_session_neighbours(tmp_path: Path, clock: Manua
 
 def test_a_turn_is_lifted_by_the_best_match_of_its_session(tmp_path: Path,
                                                            clock: ManualClock) -> None:
-    """Far from the matching turn (beyond the context window), a turn of the same session
-    gains session_weight of the session's best relevance; a turn alone in its session only
-    its own (the lift is monotone in the turn's relevance)."""
-    with _open(tmp_path, clock, context_weight=0.0) as engine:
-        far = engine.add("we spoke about the weather", tenant="t", session_id="s1").id
+    """With session_weight (off by default), a turn beyond the context window gains in
+    proportion to its own relevance times the session's best relevance; a turn alone in its
+    session only by its own."""
+    w = MnemoniaConfig().hybrid_keyword_weight
+
+    def fused(h):  # type: ignore[no-untyped-def]
+        return (1 - w) * max(0.0, h.explanation.cosine) + w * h.explanation.keyword
+
+    with _open(tmp_path, clock, context_weight=0.0, session_weight=0.6) as engine:
+        far = engine.add("we spoke about the weather and food", tenant="t",
+                         session_id="s1").id
         for i in range(4):
             engine.add(f"filler turn {i}", tenant="t", session_id="s1")
-        engine.add("my favourite food is pizza", tenant="t", session_id="s1")
-        other = engine.add("we spoke about the weather again", tenant="t", session_id="s2").id
+        best = engine.add("my favourite food is pizza", tenant="t", session_id="s1").id
+        other = engine.add("we spoke about the weather and food again", tenant="t",
+                           session_id="s2").id
         res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
-        hit, ref = _hit(res, far), _hit(res, other)
-        best = max(h.explanation.seed for h in res.memories)
-        w = engine.config.hybrid_keyword_weight
-        def fused(h):  # type: ignore[no-untyped-def]
-            return (1 - w) * max(0.0, h.explanation.cosine) + w * h.explanation.keyword
+        hit, ref, top = _hit(res, far), _hit(res, other), _hit(res, best)
+        assert hit.explanation.seed == pytest.approx(
+            act.context_lift(fused(hit), fused(top) * fused(hit), weight=0.6))
         assert hit.explanation.seed > fused(hit)
-        assert hit.explanation.seed <= fused(hit) + 0.6 * best * (1 - fused(hit)) + 1e-9
-        assert ref.explanation.seed == pytest.approx(act.context_lift(fused(ref), fused(ref),
-                                                                      weight=0.6))
-    with _open(tmp_path, clock, context_weight=0.0, session_weight=0.0) as engine:
+        assert ref.explanation.seed == pytest.approx(
+            act.context_lift(fused(ref), fused(ref) ** 2, weight=0.6))
+    with _open(tmp_path, clock, context_weight=0.0) as engine:
         res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
         hit = _hit(res, far)
         assert hit.explanation.seed == pytest.approx(fused(hit))
