@@ -21,9 +21,17 @@ def run_notebook(name: str, workdir: Path, timeout: int = 900) -> nbformat.Noteb
 
 
 def output_text(nb: nbformat.NotebookNode) -> str:
-    """All text a notebook printed or displayed, in order."""
+    """All text a notebook printed or displayed, cell by cell. A cell's stdout is one text
+    (under load the kernel may flush one ``print`` as several stream outputs, or put a
+    stderr warning between its pieces), then its stderr, then what it displayed."""
     parts = []
     for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+        outs = cell.get("outputs", [])
+        for name in ("stdout", "stderr"):
+            text = "".join(o.get("text", "") for o in outs
+                           if o.get("output_type") == "stream" and o.get("name") == name)
+            if text:
+                parts.append(text)
+        parts.extend(o.get("data", {}).get("text/plain", "") for o in outs
+                     if o.get("output_type") != "stream")
     return "\n".join(parts)
