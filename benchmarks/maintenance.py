@@ -94,7 +94,7 @@ def _fresh(base: Path, work: Path) -> None:
 
 def _open(folder: Path, clock: ManualClock) -> MemoryEngine:
     engine = MemoryEngine.open(folder, embedder=HashingEmbedder(), clock=clock,
-                               config=MnemoniaConfig.load(env={}))
+                               config=MnemoniaConfig.load(env={}, maintenance="manual"))
     # A serving process has its vector index loaded: warm it up (not timed).
     engine.recall("w1 w2 w3", tenant=TENANT, touch=False)
     return engine
