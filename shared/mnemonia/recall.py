@@ -287,12 +287,7 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
             if i in c.cos:
                 kw, fused = relevance(rt, c.rows[i], c.cos[i], kq)
                 c.info[i] = SeedInfo(cosine=c.cos[i], keyword=kw, seed=fused, fused=fused)
-    session_best: dict[str, float] = {}
-    if cfg.session_weight > 0:
-        for mid, info in c.info.items():
-            sid = c.rows[mid].session_id
-            if sid is not None:
-                session_best[sid] = max(session_best.get(sid, 0.0), info.fused)
+    session_best = _session_best(c) if cfg.session_weight > 0 else {}
     for mid, info in c.info.items():
         near = around.get(mid, ())
         best = max((c.info[n].fused for n in near if n in c.info), default=0.0)
@@ -307,6 +302,16 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
             c.seeds[mid] = info.seed
         else:
             c.seeds.pop(mid, None)
+
+
+def _session_best(c: Candidates) -> dict[str, float]:
+    """``{session_id: best relevance among the candidates of that session}``."""
+    best: dict[str, float] = {}
+    for mid, info in c.info.items():
+        sid = c.rows[mid].session_id
+        if sid is not None:
+            best[sid] = max(best.get(sid, 0.0), info.fused)
+    return best
 
 
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,

@@ -1420,8 +1420,8 @@ def _term_vectors(rt: Runtime, tenant: str) -> None:
     cache, not part of the file): after the import, outside its transaction."""
     with rt.writing() as conn:
         ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"])]
-        for start in range(0, len(ids), 500):
-            rows = rt.sql.rows(conn, tenant, ids[start:start + 500])
+        for part in chunks(ids):
+            rows = rt.sql.rows(conn, tenant, list(part))
             store_term_vectors(rt, conn, [row_embed_text(r) for r in rows.values()])
 
 
