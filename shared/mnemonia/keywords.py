@@ -12,6 +12,7 @@ the side-store (shared by every tenant of the store, per model) when memories ar
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,6 +39,7 @@ class KeywordQuery:
     tokens: list[str]
     search: list[str]
     score: Callable[[str], float]
+    score_words: Callable[[AbstractSet[str]], float]  # ``score`` of a text's word set
     words: frozenset[str]
     expansions: dict[str, dict[str, float]] = field(default_factory=dict)
     _named: dict[str, bool] = field(default_factory=dict)
@@ -78,8 +80,9 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     else:
         weights = dict.fromkeys(qtok, 1.0)
     search = list(dict.fromkeys([*qtok, *(u for e in expansions.values() for u in e)]))
+    of_words = act.weighted_word_scorer(weights, expansions)
     return KeywordQuery(tokens=qtok, search=search,
-                        score=act.weighted_keyword_scorer(weights, expansions),
+                        score=lambda text: of_words(act.word_tokens(text)), score_words=of_words,
                         words=act.word_tokens(" ".join(qtok)), expansions=expansions)
 
 

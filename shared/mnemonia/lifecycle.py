@@ -86,6 +86,7 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
                     f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
                     f"(engine.restore({mid!r}, tenant={tenant!r})) to relate it")
         rt.sql.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
+    rt.forget_links(tenant)  # a ``follows`` relation changes recall's session context
     return Relation(tenant=tenant, src=src, dst=dst, type=rel_type, strength=s,
                     created_at=now)
 

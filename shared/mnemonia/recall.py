@@ -215,12 +215,25 @@ def keyword_text(rt: Runtime, r: Any, speaker: str | None = None) -> str:
     return f"{text} on {when.day} {MONTHS[when.month - 1]} {when.year}"
 
 
+def keyword_words(rt: Runtime, r: Any) -> tuple[frozenset[str], str | None]:
+    """The words of a memory row's :func:`keyword_text` and its speaker, kept per memory
+    (read back only while its text, metadata and time are unchanged)."""
+    kept = rt.keyword_words.get(r.id)
+    if kept is not None and kept[0] == r.text and kept[1] == r.metadata \
+            and kept[2] == r.created_at:
+        return kept[3], kept[4]
+    speaker = row_speaker(r)
+    words = act.word_tokens(keyword_text(rt, r, speaker))
+    rt.keep_keyword_words(r.id, (r.text, r.metadata, r.created_at, words, speaker))
+    return words, speaker
+
+
 def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery) -> tuple[float, float]:
     """``(keyword, fused)`` of one memory row: cosine fused with the keyword score, plus
     ``speaker_weight`` when the query names the memory's speaker (at most 1)."""
     cfg = rt.config
-    speaker = row_speaker(r)
-    kw = kq.score(keyword_text(rt, r, speaker))
+    words, speaker = keyword_words(rt, r)
+    kw = kq.score_words(words)
     fused = act.fuse(max(0.0, cosine), kw, keyword_weight=cfg.hybrid_keyword_weight)
     if cfg.speaker_weight > 0 and speaker is not None and kq.names(speaker):
         fused = min(1.0, fused + cfg.speaker_weight)
@@ -239,18 +252,33 @@ def _fuse(rt: Runtime, c: Candidates, kq: KeywordQuery, floor: float) -> None:
 # -- 2b. session context ----------------------------------------------------------------------
 def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: set[str],
                         window: int) -> dict[str, set[str]]:
-    """``{id: memories at most window turns before or after it}`` along ``follows``."""
-    adjacent: dict[str, set[str]] = {}
+    """``{id: memories at most window turns before or after it}`` along ``follows``. Each
+    memory's links are read once and kept (:meth:`Runtime.keep_links`) until a write to the
+    tenant drops them."""
+    known = rt.session_links.get(req.tenant) or {}
+    epoch = rt.index_epoch(req.tenant)
+    learned: dict[str, tuple[str, ...]] = {}
+    adjacent: dict[str, tuple[str, ...]] = {}
     frontier, seen = set(ids), set(ids)
     for _ in range(window):
         if not frontier:
             break
-        links = rt.sql.typed_links(conn, req.tenant, sorted(frontier), ("follows",))
-        for src, dst, _, _ in links:
-            adjacent.setdefault(src, set()).add(dst)
-            adjacent.setdefault(dst, set()).add(src)
-        frontier = {m for src, dst, _, _ in links for m in (src, dst)} - seen
+        have = {m: known.get(m) for m in frontier}
+        ask = sorted(m for m, links in have.items() if links is None)
+        if ask:
+            got: dict[str, set[str]] = {m: set() for m in ask}
+            for src, dst, _, _ in rt.sql.typed_links(conn, req.tenant, ask, ("follows",)):
+                if src in got:
+                    got[src].add(dst)
+                if dst in got:
+                    got[dst].add(src)
+            learned.update({m: tuple(sorted(n)) for m, n in got.items()})
+        for m, links in have.items():
+            adjacent[m] = learned[m] if links is None else links
+        frontier = {n for m in frontier for n in adjacent[m]} - seen
         seen |= frontier
+    if learned:
+        rt.keep_links(req.tenant, learned, epoch)
     out: dict[str, set[str]] = {}
     for mid in ids:
         ring, near = {mid}, set[str]()

@@ -13,7 +13,7 @@ import fcntl
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,6 +75,9 @@ _Index = TypeVar("_Index")
 
 RECENT_QUERIES = 4096
 """Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
+KEPT_MEMORIES = 200_000
+"""Memories whose keyword words, and per tenant whose session links, recall keeps in memory
+(past this many the cache starts afresh)."""
 
 
 class StoreLock:
@@ -186,6 +189,10 @@ class Runtime:
         self.recent_queries: dict[str, OrderedDict[str, str]] = {}
         self.last_recall: dict[str, list[str]] = {}  # tenant -> ids of its last recall
         self.known_tenants: set[str] = set()
+        # memory id -> (text, metadata, created_at, keyword words, speaker) (recall's fusion)
+        self.keyword_words: dict[str, tuple[str, str, float, frozenset[str], str | None]] = {}
+        # tenant -> memory id -> the memories it ``follows`` or that follow it (recall's context)
+        self.session_links: dict[str, dict[str, tuple[str, ...]]] = {}
         self.closed = False
         self._lock = threading.RLock()
         self._cache_lock = threading.Lock()  # the index caches, their epochs, recent queries
@@ -305,8 +312,34 @@ class Runtime:
             cache.pop(tenant, None)
 
     def forget_entities(self, tenant: str) -> None:
-        """Drop the tenant's entity index (it is rebuilt on the next recall)."""
+        """Drop the tenant's entity index (it is rebuilt on the next recall) and its session
+        links (a write may have added or removed ``follows`` relations)."""
         self._drop_index(self.entity_indexes, tenant)
+        self.forget_links(tenant)
+
+    def forget_links(self, tenant: str) -> None:
+        """Drop the tenant's cached session links (read again as recall needs them)."""
+        self._drop_index(self.session_links, tenant)
+
+    def keep_links(self, tenant: str, links: Mapping[str, tuple[str, ...]], epoch: int) -> None:
+        """Cache the session links of some memories, unless a write dropped the tenant's
+        indexes since ``epoch`` (see :meth:`keep_index`)."""
+        with self._cache_lock:
+            if self._index_epochs.get(tenant, 0) != epoch:
+                return
+            known = self.session_links.setdefault(tenant, {})
+            if len(known) + len(links) > KEPT_MEMORIES:
+                known.clear()
+            known.update(links)
+
+    def keep_keyword_words(self, memory_id: str,
+                           entry: tuple[str, str, float, frozenset[str], str | None]) -> None:
+        """Cache the keyword words of one memory (checked against its text, metadata and
+        time when read back, so an edited memory is tokenised afresh)."""
+        with self._cache_lock:
+            if len(self.keyword_words) >= KEPT_MEMORIES:
+                self.keyword_words.clear()
+            self.keyword_words[memory_id] = entry
 
     def forget_indexes(self, tenant: str) -> None:
         """Drop the tenant's entity and cue indexes: its memories and events changed

@@ -195,3 +195,45 @@ def test_a_turn_is_lifted_by_the_best_match_of_its_session(tmp_path: Path,
         res = engine.recall("favourite food", tenant="t", k=10, min_activation=0, touch=False)
         hit = _hit(res, far)
         assert hit.explanation.seed == pytest.approx(fused(hit))
+
+
+def test_kept_session_links_follow_a_new_follows_relation(tmp_path: Path,
+                                                          clock: ManualClock) -> None:
+    """Recall keeps each memory's ``follows`` links once read; a relation added afterwards
+    (here by hand, between two sessions) is seen by the next recall."""
+    with _open(tmp_path, clock) as engine:
+        _question, answer = _session(engine, clock)
+        lone = engine.add("olives are on the shopping list", tenant="t").id
+        query = "favourite food"
+        before = _hit(engine.recall(query, tenant="t", k=20, min_activation=0, touch=False),
+                      lone).explanation.seed
+        assert engine.runtime.session_links.get("t")  # kept after the first recall
+        engine.relate(answer, lone, "follows", tenant="t")
+        after = _hit(engine.recall(query, tenant="t", k=20, min_activation=0, touch=False),
+                     lone).explanation.seed
+        assert after > before  # now lifted by the question two turns before it
+
+
+def test_kept_keyword_words_follow_a_rewritten_item(tmp_path: Path, clock: ManualClock) -> None:
+    """The words fusion matches are kept per memory, and read afresh once its text changes
+    (a keyed item written again keeps its memory id)."""
+    from mnemonia.items import ItemWrite
+    from mnemonia.store.schema import DEFAULT_ITEM_SPACE, item_tenant
+
+    ns = ("notes",)
+    tenant = item_tenant(DEFAULT_ITEM_SPACE, ns)
+    with _open(tmp_path, clock) as engine:
+        engine.items.put([ItemWrite(namespace=ns, key="trip", value={},
+                                    text="I went to the lake for the weekend"),
+                          ItemWrite(namespace=ns, key="car", value={},
+                                    text="the car needs a new tyre")])
+        query = "greenhouse glass"
+        first = engine.recall(query, tenant=tenant, k=2, min_activation=0, touch=False)
+        mid = next(h.memory.id for h in first.memories if "lake" in h.memory.text)
+        assert mid in engine.runtime.keyword_words
+        assert _hit(first, mid).explanation.keyword == 0.0
+        engine.items.put([ItemWrite(namespace=ns, key="trip", value={},
+                                    text="the greenhouse needs new glass")])
+        again = engine.recall(query, tenant=tenant, k=2, min_activation=0, touch=False)
+        assert again.ids[0] == mid
+        assert _hit(again, mid).explanation.keyword == pytest.approx(1.0)

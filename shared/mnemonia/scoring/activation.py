@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -47,6 +48,7 @@ __all__ = [
     "spread",
     "validate_strength",
     "weighted_keyword_scorer",
+    "weighted_word_scorer",
     "word_tokens",
     "words",
 ]
@@ -211,7 +213,24 @@ def weighted_keyword_scorer(weights: Mapping[str, float],
     ``f(text) = sum_t w_t * m_t / sum_t w_t``, where ``m_t`` is 1 when the text contains the
     query word ``t``, else the best credit (in ``[0, 1]``) among ``expansions[t]`` (related
     words) the text contains, else 0. With equal weights and no expansions this is
-    :func:`keyword_overlap`.
+    :func:`keyword_overlap`. :func:`weighted_word_scorer` scores a text's word set instead.
+
+    Raises:
+        InvalidWeightsError: a weight is negative or not finite, or a credit not in ``[0, 1]``.
+    """
+    of_words = weighted_word_scorer(weights, expansions)
+
+    def score(text: str) -> float:
+        return of_words(word_tokens(text))
+
+    return score
+
+
+def weighted_word_scorer(weights: Mapping[str, float],
+                         expansions: Mapping[str, Mapping[str, float]] | None = None
+                         ) -> Callable[[AbstractSet[str]], float]:
+    """Return ``f(words)``: :func:`weighted_keyword_scorer` of a text given as its set of
+    word tokens (:func:`word_tokens`), for a caller that keeps a text's words.
 
     Raises:
         InvalidWeightsError: a weight is negative or not finite, or a credit not in ``[0, 1]``.
@@ -230,15 +249,14 @@ def weighted_keyword_scorer(weights: Mapping[str, float],
                 credit[u][t] = cr
     if not credit or total <= 0:
 
-        def nothing(text: str) -> float:
-            require_str(text, "text")
+        def nothing(text_words: AbstractSet[str]) -> float:
             return 0.0
 
         return nothing
 
-    def score(text: str) -> float:
+    def score(text_words: AbstractSet[str]) -> float:
         best: dict[str, float] = {}
-        for u in credit.keys() & set(words(text)):
+        for u in credit.keys() & text_words:
             for t, cr in credit[u].items():
                 if cr > best.get(t, 0.0):
                     best[t] = cr
