@@ -255,7 +255,7 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
     """``{id: memories at most window turns before or after it}`` along ``follows``. Each
     memory's links are read once and kept (:meth:`Runtime.keep_links`) until a write to the
     tenant drops them."""
-    known = rt.session_links.get(req.tenant) or {}
+    known = rt.kept_links(req.tenant, "follows")
     epoch = rt.index_epoch(req.tenant)
     learned: dict[str, tuple[str, ...]] = {}
     adjacent: dict[str, tuple[str, ...]] = {}
@@ -278,7 +278,7 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
         frontier = {n for m in frontier for n in adjacent[m]} - seen
         seen |= frontier
     if learned:
-        rt.keep_links(req.tenant, learned, epoch)
+        rt.keep_links(req.tenant, "follows", learned, epoch)
     out: dict[str, set[str]] = {}
     for mid in ids:
         ring, near = {mid}, set[str]()
@@ -596,9 +596,7 @@ class _Spreader:
                     and m in rows and rows[m].has_edges}
         if not frontier:
             return []
-        raw = self.rt.sql.edges_around(self.conn, self.req.tenant, sorted(frontier),
-                                       self.symmetric, EDGES_PER_SOURCE)
-        edges = self._choose(raw, frontier, level)
+        edges = self._choose(self._edges_around(frontier), frontier, level)
         new = [i for i in {e.dst for e in edges} | {e.src for e in edges} if i not in rows]
         if new:
             rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True,
@@ -610,6 +608,25 @@ class _Spreader:
         return [e for e in edges
                 if e.src in rows and e.dst in rows
                 and visible(rows[e.src], None, old) and visible(rows[e.dst], None, old)]
+
+    def _edges_around(self, frontier: set[str]) -> list[Any]:
+        """The edges spreading reads around ``frontier`` (``SideStore.edges_around``): each
+        memory's are read once and kept (:meth:`Runtime.keep_links`) until a write to the
+        tenant drops them."""
+        rt, tenant = self.rt, self.req.tenant
+        known = rt.kept_links(tenant, "edges")
+        epoch = rt.index_epoch(tenant)
+        have = {m: known.get(m) for m in frontier}
+        ask = sorted(m for m, edges in have.items() if edges is None)
+        if ask:
+            got: dict[str, list[Any]] = {m: [] for m in ask}
+            for src, dst, rtype, strength, incoming in rt.sql.edges_around(
+                    self.conn, tenant, ask, self.symmetric, EDGES_PER_SOURCE):
+                got[dst if incoming else src].append((src, dst, rtype, strength))
+            learned = {m: tuple(edges) for m, edges in got.items()}
+            rt.keep_links(tenant, "edges", learned, epoch)
+            have.update(learned)
+        return [e for edges in have.values() if edges is not None for e in edges]
 
     def _choose(self, raw: list[Any], frontier: set[str], level: Mapping[str, float]
                 ) -> list[act.Edge]:

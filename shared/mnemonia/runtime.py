@@ -76,8 +76,8 @@ _Index = TypeVar("_Index")
 RECENT_QUERIES = 4096
 """Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
 KEPT_MEMORIES = 200_000
-"""Memories whose keyword words, and per tenant whose session links, recall keeps in memory
-(past this many the cache starts afresh)."""
+"""Memories whose keyword words recall keeps in memory, and per tenant and kind of link,
+memories whose links it keeps (past this many a cache starts afresh)."""
 
 
 class StoreLock:
@@ -191,8 +191,9 @@ class Runtime:
         self.known_tenants: set[str] = set()
         # memory id -> (text, metadata, created_at, keyword words, speaker) (recall's fusion)
         self.keyword_words: dict[str, tuple[str, str, float, frozenset[str], str | None]] = {}
-        # tenant -> memory id -> the memories it ``follows`` or that follow it (recall's context)
-        self.session_links: dict[str, dict[str, tuple[str, ...]]] = {}
+        # tenant -> kind -> memory id -> its links, as recall read them: "follows" (the
+        # memories it follows or that follow it), "edges" (what spreading reads around it)
+        self.links: dict[str, dict[str, dict[str, tuple[Any, ...]]]] = {}
         self.closed = False
         self._lock = threading.RLock()
         self._cache_lock = threading.Lock()  # the index caches, their epochs, recent queries
@@ -318,16 +319,21 @@ class Runtime:
         self.forget_links(tenant)
 
     def forget_links(self, tenant: str) -> None:
-        """Drop the tenant's cached session links (read again as recall needs them)."""
-        self._drop_index(self.session_links, tenant)
+        """Drop the tenant's kept links (read again as recall needs them)."""
+        self._drop_index(self.links, tenant)
 
-    def keep_links(self, tenant: str, links: Mapping[str, tuple[str, ...]], epoch: int) -> None:
-        """Cache the session links of some memories, unless a write dropped the tenant's
+    def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
+        """The links of ``kind`` kept for the tenant's memories (by memory id)."""
+        return self.links.get(tenant, {}).get(kind) or {}
+
+    def keep_links(self, tenant: str, kind: str, links: Mapping[str, tuple[Any, ...]],
+                   epoch: int) -> None:
+        """Keep the links of ``kind`` of some memories, unless a write dropped the tenant's
         indexes since ``epoch`` (see :meth:`keep_index`)."""
         with self._cache_lock:
             if self._index_epochs.get(tenant, 0) != epoch:
                 return
-            known = self.session_links.setdefault(tenant, {})
+            known = self.links.setdefault(tenant, {}).setdefault(kind, {})
             if len(known) + len(links) > KEPT_MEMORIES:
                 known.clear()
             known.update(links)

@@ -207,7 +207,7 @@ def test_kept_session_links_follow_a_new_follows_relation(tmp_path: Path,
         query = "favourite food"
         before = _hit(engine.recall(query, tenant="t", k=20, min_activation=0, touch=False),
                       lone).explanation.seed
-        assert engine.runtime.session_links.get("t")  # kept after the first recall
+        assert engine.runtime.kept_links("t", "follows")  # kept after the first recall
         engine.relate(answer, lone, "follows", tenant="t")
         after = _hit(engine.recall(query, tenant="t", k=20, min_activation=0, touch=False),
                      lone).explanation.seed

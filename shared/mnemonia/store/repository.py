@@ -1306,15 +1306,16 @@ class SideStore:
 
     def edges_around(self, conn: Connection, tenant: str, ids: Sequence[str],
                      symmetric: Sequence[str], per_target: int) -> list[Any]:
-        """``(src, dst, type, strength)``: the edges leaving ``ids``, and the ``per_target``
-        strongest edges of the ``symmetric`` types that point at each of them."""
+        """``(src, dst, type, strength, incoming)``: the edges leaving ``ids`` (``incoming``
+        0), and the ``per_target`` strongest edges of the ``symmetric`` types that point at
+        each of them (``incoming`` 1). What is read for several ids is what is read for each."""
         out: list[Any] = []
         for chunk in chunks(sorted(ids)):
             marks = self.in_marks(len(chunk))
             out += self.fetch(conn, (
-                "SELECT src, dst, type, strength FROM relations "
+                "SELECT src, dst, type, strength, 0 AS incoming FROM relations "
                 f"WHERE tenant = ? AND src IN ({marks}) "
-                "UNION ALL SELECT src, dst, type, strength FROM ("
+                "UNION ALL SELECT src, dst, type, strength, 1 AS incoming FROM ("
                 "SELECT src, dst, type, strength, ROW_NUMBER() OVER ("
                 "PARTITION BY dst ORDER BY strength DESC, src) AS n FROM relations "
                 f"WHERE tenant = ? AND dst IN ({marks}) "
