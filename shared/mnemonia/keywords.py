@@ -42,6 +42,7 @@ class KeywordQuery:
     score_words: Callable[[AbstractSet[str]], float]  # ``score`` of a text's word set
     words: frozenset[str]
     expansions: dict[str, dict[str, float]] = field(default_factory=dict)
+    docs: dict[str, int] | None = None  # the tenant's document counts of the words, if read
     _named: dict[str, bool] = field(default_factory=dict)
 
     def names(self, speaker: str) -> bool:
@@ -65,8 +66,8 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     qtok = list(dict.fromkeys(tokens))
     expansions = _expansions(rt, conn, qtok) if cfg.keyword_expansion > 0 else {}
     related = sorted({u for e in expansions.values() for u in e})
-    df = rt.sql.term_docs(conn, tenant, [*qtok, *related]) \
-        if cfg.keyword_idf or related else {}
+    read = bool(cfg.keyword_idf or related)
+    df = rt.sql.term_docs(conn, tenant, [*qtok, *related]) if read else {}
     expansions = {t: kept for t, e in expansions.items()
                   if (kept := {u: cr for u, cr in e.items() if df.get(u)})}
     if cfg.keyword_idf:
@@ -83,7 +84,8 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     of_words = act.weighted_word_scorer(weights, expansions)
     return KeywordQuery(tokens=qtok, search=search,
                         score=lambda text: of_words(act.word_tokens(text)), score_words=of_words,
-                        words=act.word_tokens(" ".join(qtok)), expansions=expansions)
+                        words=act.word_tokens(" ".join(qtok)), expansions=expansions,
+                        docs=df if read else None)
 
 
 def term_index(rt: Runtime, conn: Connection) -> TermIndex:

@@ -138,14 +138,15 @@ def visible(r: Any, topic: str | None, superseded: bool = False) -> bool:
 
 # -- 1. dense + keyword candidates ------------------------------------------------------------
 def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                words: list[str]) -> Candidates:
+                kq: KeywordQuery) -> Candidates:
     """Dense and keyword candidates, the dense pool widened until enough visible remain."""
     cfg = rt.config
     c = Candidates()
     n_dense = max(cfg.recall_initial_candidates * 2, 2 * req.k)
     kw_hits = rt.sql.keyword_search(
-        conn, req.tenant, words, cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
-        max_postings=cfg.keyword_postings)
+        conn, req.tenant, kq.search,
+        cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
+        max_postings=cfg.keyword_postings, docs=kq.docs)
     while True:
         ids, sims = rt.vectors.query(col, qvec[None, :], n_dense)
         got = dict(zip(ids[0], sims[0], strict=True))
@@ -345,7 +346,7 @@ def _session_best(c: Candidates) -> dict[str, float]:
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
               qtok: list[str]) -> Candidates:
     kq = keyword_query(rt, conn, req.tenant, qtok, _tenant_size(rt, conn, req.tenant))
-    c = _candidates(rt, conn, col, req, qvec, kq.search)
+    c = _candidates(rt, conn, col, req, qvec, kq)
     _fuse(rt, c, kq, req.floor)
     _context(rt, conn, col, req, qvec, kq, c)
     # 3. entities (only boosts that could reach the top k are worth reading)

@@ -78,6 +78,8 @@ def require_finite(
         name: The argument name used in the error message.
         error: The error class to raise.
     """
+    if type(value) is float and math.isfinite(value):  # the common case, checked fast
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise error(f"{name} must be a finite number, got {shown(value)} ({type(value).__name__})")
     try:

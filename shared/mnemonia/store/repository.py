@@ -562,12 +562,13 @@ class SideStore:
                 conn.exec_driver_sql("DELETE FROM keyword_df WHERE term = ? AND docs <= 0",
                                      [(t,) for t in df])
 
-    def _within_budget(self, conn: Connection, terms: Sequence[str], budget: int
-                       ) -> list[str]:
-        """The query terms, rarest first, while their postings fit in ``budget``."""
-        df = dict(self.fetch(
-            conn, f"SELECT term, docs FROM keyword_df WHERE term IN ({self.in_marks(len(terms))})",
-            terms))
+    def _within_budget(self, conn: Connection, terms: Sequence[str], budget: int,
+                       df: Mapping[str, int] | None = None) -> list[str]:
+        """The query terms, rarest first, while their postings fit in ``budget`` (``df``:
+        the terms' document counts when the caller has read them already)."""
+        if df is None:
+            df = dict(self.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
+                                 f"({self.in_marks(len(terms))})", terms))
         kept: list[str] = []
         total = 0
         for t in sorted(terms, key=lambda t: df.get(t, 0)):
@@ -582,20 +583,26 @@ class SideStore:
 
     def keyword_search(
         self, conn: Connection, tenant: str, tokens: Sequence[str], limit: int,
-        max_postings: int = MAX_KEYWORD_POSTINGS,
+        max_postings: int = MAX_KEYWORD_POSTINGS, docs: Mapping[str, int] | None = None,
     ) -> list[tuple[str, float]]:
         """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank).
 
         On SQLite the query words are limited to a postings budget (rarest first in the
-        tenant), so the cost stays bounded however large the store grows.
+        tenant), so the cost stays bounded however large the store grows. ``docs``: what
+        :meth:`term_docs` answered for these words, when the caller has read it.
         """
         words = [t for t in tokens if _WORD.fullmatch(t)]
         if not words or limit <= 0:
             return []
         if self.dialect == "sqlite":
             token = tenant_token(tenant)
-            terms = list(dict.fromkeys(t for w in words for t in keyword_terms(w, token)))
-            terms = self._within_budget(conn, terms, max_postings) if terms else []
+            split = {w: keyword_terms(w, token) for w in words}
+            terms = list(dict.fromkeys(t for parts in split.values() for t in parts))
+            df = None
+            if docs is not None and all(len(parts) == 1 for parts in split.values()):
+                # term_docs covers single-term words, and leaves out those in no memory
+                df = {parts[0]: docs.get(w, 0) for w, parts in split.items()}
+            terms = self._within_budget(conn, terms, max_postings, df) if terms else []
             if not terms:
                 return []
             match = " OR ".join(f'"{t}"' for t in terms)
