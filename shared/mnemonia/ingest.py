@@ -267,6 +267,7 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
             for other in rt.sql.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
                 edges.setdefault((p.id, other, "same_entity"), 0.5)
     rt.sql.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
+    rt.links_written(tenant, {m for src, dst, _ in edges for m in (src, dst)})
     added = rt.sql.insert_edges(conn, tenant, edges, nowts)
     store_term_vectors(rt, conn, [p.embed_text for p, _ in items])
     return added

@@ -13,7 +13,7 @@ import fcntl
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -194,6 +194,7 @@ class Runtime:
         # tenant -> kind -> memory id -> its links, as recall read them: "follows" (the
         # memories it follows or that follow it), "edges" (what spreading reads around it)
         self.links: dict[str, dict[str, dict[str, tuple[Any, ...]]]] = {}
+        self._written: dict[str, set[str]] = {}  # tenant -> ids whose relations a write changes
         self.closed = False
         self._lock = threading.RLock()
         self._cache_lock = threading.Lock()  # the index caches, their epochs, recent queries
@@ -313,14 +314,32 @@ class Runtime:
             cache.pop(tenant, None)
 
     def forget_entities(self, tenant: str) -> None:
-        """Drop the tenant's entity index (it is rebuilt on the next recall) and its session
-        links (a write may have added or removed ``follows`` relations)."""
+        """Drop the tenant's entity index (it is rebuilt on the next recall), and the kept
+        links of the memories whose relations were written since (:meth:`links_written`)."""
         self._drop_index(self.entity_indexes, tenant)
-        self.forget_links(tenant)
+        self._forget_written(tenant)
 
     def forget_links(self, tenant: str) -> None:
-        """Drop the tenant's kept links (read again as recall needs them)."""
+        """Drop all the tenant's kept links (read again as recall needs them)."""
         self._drop_index(self.links, tenant)
+
+    def links_written(self, tenant: str, ids: Iterable[str]) -> None:
+        """Relations of ``ids`` are being written: their kept links are dropped now, and
+        again by the :meth:`forget_entities` that follows the write's commit (a recall
+        between the two may have read and kept the links as they were before)."""
+        with self._cache_lock:
+            self._written.setdefault(tenant, set()).update(ids)
+        self._forget_written(tenant, clear=False)
+
+    def _forget_written(self, tenant: str, clear: bool = True) -> None:
+        with self._cache_lock:
+            ids = self._written.pop(tenant, set()) if clear else set(self._written.get(tenant, ()))
+            if not ids:
+                return
+            self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
+            for kept in self.links.get(tenant, {}).values():
+                for mid in ids:
+                    kept.pop(mid, None)
 
     def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
         """The links of ``kind`` kept for the tenant's memories (by memory id)."""
@@ -352,6 +371,7 @@ class Runtime:
         wholesale (an import, a repair, a purge)."""
         self.forget_entities(tenant)
         self.forget_cues(tenant)
+        self.forget_links(tenant)
 
     def forget_cues(self, tenant: str) -> None:
         """Drop the tenant's cue index (it is rebuilt on the next recall)."""

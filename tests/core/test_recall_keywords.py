@@ -214,6 +214,31 @@ def test_kept_session_links_follow_a_new_follows_relation(tmp_path: Path,
         assert after > before  # now lifted by the question two turns before it
 
 
+def test_kept_links_follow_new_turns_and_survive_other_writes(tmp_path: Path,
+                                                              clock: ManualClock) -> None:
+    """A new turn's relations drop the kept links of the memories they touch (the turn it
+    follows, its related memories), and only those: a chat that adds a turn between two
+    recalls keeps the rest."""
+    with _open(tmp_path, clock) as engine:
+        _question, answer = _session(engine, clock)
+        engine.recall("favourite food", tenant="t", k=20, min_activation=0, touch=False)
+        kept = engine.runtime.kept_links("t", "follows")
+        last = next(m.id for m in engine.list(tenant="t", session_id="s1")
+                    if m.text == "Nice! See you soon")
+        assert answer in kept and last in kept
+        others = set(kept) - {last}
+        clock.advance(timedelta(seconds=10))
+        new = engine.add("Oh, and olives on everything", tenant="t", session_id="s1").id
+        engine.enrich(tenant="t")
+        kept = engine.runtime.kept_links("t", "follows")
+        assert last not in kept  # it gained a follower
+        assert others - set(kept) <= {m for r in engine.relations(new, tenant="t")
+                                      for m in (r.src, r.dst)}
+        assert answer in kept or answer in {r.dst for r in engine.relations(new, tenant="t")}
+        engine.recall("favourite food", tenant="t", k=20, min_activation=0, touch=False)
+        assert new in engine.runtime.kept_links("t", "follows")[last]
+
+
 def test_kept_keyword_words_follow_a_rewritten_item(tmp_path: Path, clock: ManualClock) -> None:
     """The words fusion matches are kept per memory, and read afresh once its text changes
     (a keyed item written again keeps its memory id)."""

@@ -298,6 +298,7 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
             _mark_group(rt, tenant, group, cid, free, states[cid], rows, nowts, w)
         rt.sql.update_each(conn, w.marks, ("consolidated_into",))
         rt.sql.update_each(conn, w.raised, ("state",))
+        rt.links_written(tenant, {m for src, dst, _ in w.edges for m in (src, dst)})
         rt.sql.insert_edges(conn, tenant, w.edges, nowts)
         rt.sql.insert_events(conn, w.events)
     if w.to_enrich:
