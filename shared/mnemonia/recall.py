@@ -254,32 +254,26 @@ def _fuse(rt: Runtime, c: Candidates, kq: KeywordQuery, floor: float) -> None:
 def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: set[str],
                         window: int) -> dict[str, set[str]]:
     """``{id: memories at most window turns before or after it}`` along ``follows``. Each
-    memory's links are read once and kept (:meth:`Runtime.keep_links`) until a write to the
-    tenant drops them."""
-    known = rt.kept_links(req.tenant, "follows")
-    epoch = rt.index_epoch(req.tenant)
-    learned: dict[str, tuple[str, ...]] = {}
+    memory's links are read once and kept (:meth:`Runtime.links_of`) until a write that
+    changes them."""
+
+    def read(ask: list[str]) -> dict[str, tuple[str, ...]]:
+        got: dict[str, set[str]] = {m: set() for m in ask}
+        for src, dst, _, _ in rt.sql.typed_links(conn, req.tenant, ask, ("follows",)):
+            if src in got:
+                got[src].add(dst)
+            if dst in got:
+                got[dst].add(src)
+        return {m: tuple(sorted(n)) for m, n in got.items()}
+
     adjacent: dict[str, tuple[str, ...]] = {}
     frontier, seen = set(ids), set(ids)
     for _ in range(window):
         if not frontier:
             break
-        have = {m: known.get(m) for m in frontier}
-        ask = sorted(m for m, links in have.items() if links is None)
-        if ask:
-            got: dict[str, set[str]] = {m: set() for m in ask}
-            for src, dst, _, _ in rt.sql.typed_links(conn, req.tenant, ask, ("follows",)):
-                if src in got:
-                    got[src].add(dst)
-                if dst in got:
-                    got[dst].add(src)
-            learned.update({m: tuple(sorted(n)) for m, n in got.items()})
-        for m, links in have.items():
-            adjacent[m] = learned[m] if links is None else links
+        adjacent.update(rt.links_of(req.tenant, "follows", frontier, read))
         frontier = {n for m in frontier for n in adjacent[m]} - seen
         seen |= frontier
-    if learned:
-        rt.keep_links(req.tenant, "follows", learned, epoch)
     out: dict[str, set[str]] = {}
     for mid in ids:
         ring, near = {mid}, set[str]()
@@ -612,22 +606,18 @@ class _Spreader:
 
     def _edges_around(self, frontier: set[str]) -> list[Any]:
         """The edges spreading reads around ``frontier`` (``SideStore.edges_around``): each
-        memory's are read once and kept (:meth:`Runtime.keep_links`) until a write to the
-        tenant drops them."""
-        rt, tenant = self.rt, self.req.tenant
-        known = rt.kept_links(tenant, "edges")
-        epoch = rt.index_epoch(tenant)
-        have = {m: known.get(m) for m in frontier}
-        ask = sorted(m for m, edges in have.items() if edges is None)
-        if ask:
+        memory's are read once and kept (:meth:`Runtime.links_of`) until a write that
+        changes them."""
+
+        def read(ask: list[str]) -> dict[str, tuple[Any, ...]]:
             got: dict[str, list[Any]] = {m: [] for m in ask}
-            for src, dst, rtype, strength, incoming in rt.sql.edges_around(
-                    self.conn, tenant, ask, self.symmetric, EDGES_PER_SOURCE):
+            for src, dst, rtype, strength, incoming in self.rt.sql.edges_around(
+                    self.conn, self.req.tenant, ask, self.symmetric, EDGES_PER_SOURCE):
                 got[dst if incoming else src].append((src, dst, rtype, strength))
-            learned = {m: tuple(edges) for m, edges in got.items()}
-            rt.keep_links(tenant, "edges", learned, epoch)
-            have.update(learned)
-        return [e for edges in have.values() if edges is not None for e in edges]
+            return {m: tuple(edges) for m, edges in got.items()}
+
+        kept = self.rt.links_of(self.req.tenant, "edges", frontier, read)
+        return [e for edges in kept.values() for e in edges]
 
     def _choose(self, raw: list[Any], frontier: set[str], level: Mapping[str, float]
                 ) -> list[act.Edge]:

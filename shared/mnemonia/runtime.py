@@ -345,6 +345,27 @@ class Runtime:
         """The links of ``kind`` kept for the tenant's memories (by memory id)."""
         return self.links.get(tenant, {}).get(kind) or {}
 
+    def links_of(self, tenant: str, kind: str, ids: Iterable[str],
+                 read: Callable[[list[str]], Mapping[str, tuple[Any, ...]]]
+                 ) -> dict[str, tuple[Any, ...]]:
+        """The links of ``kind`` of each of ``ids``: the kept ones, and for the others what
+        ``read(ids not kept)`` answers (for each id it is given), which is kept too."""
+        known = self.kept_links(tenant, kind)
+        epoch = self.index_epoch(tenant)
+        out: dict[str, tuple[Any, ...]] = {}
+        ask = []
+        for m in ids:
+            links = known.get(m)
+            if links is None:
+                ask.append(m)
+            else:
+                out[m] = links
+        if ask:
+            learned = read(sorted(ask))
+            self.keep_links(tenant, kind, learned, epoch)
+            out.update(learned)
+        return out
+
     def keep_links(self, tenant: str, kind: str, links: Mapping[str, tuple[Any, ...]],
                    epoch: int) -> None:
         """Keep the links of ``kind`` of some memories, unless a write dropped the tenant's
