@@ -252,14 +252,16 @@ def _fuse(rt: Runtime, c: Candidates, kq: KeywordQuery, floor: float) -> None:
 
 # -- 2b. session context ----------------------------------------------------------------------
 def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: set[str],
-                        window: int) -> dict[str, set[str]]:
+                        window: int, rows: Mapping[str, Any]) -> dict[str, set[str]]:
     """``{id: memories at most window turns before or after it}`` along ``follows``. Each
     memory's links are read once and kept (:meth:`Runtime.links_of`) until a write that
-    changes them."""
+    changes them; a memory whose row (in ``rows``) says it has no relations is not asked."""
 
     def read(ask: list[str]) -> dict[str, tuple[str, ...]]:
         got: dict[str, set[str]] = {m: set() for m in ask}
-        for src, dst, _, _ in rt.sql.typed_links(conn, req.tenant, ask, ("follows",)):
+        linked = [m for m in ask if m not in rows or rows[m].has_edges]
+        for src, dst, _, _ in rt.sql.typed_links(conn, req.tenant, linked, ("follows",)) \
+                if linked else ():
             if src in got:
                 got[src].add(dst)
             if dst in got:
@@ -294,7 +296,7 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     neighbours = cfg.context_weight > 0 and cfg.context_window > 0
     if not c.info or not (neighbours or cfg.session_weight > 0):
         return
-    around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window) \
+    around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window, c.rows) \
         if neighbours else {}
     # new memories are read around the strongest candidates only
     sources = sorted(c.info, key=lambda m: (-c.info[m].fused, m))[:CONTEXT_SOURCES]
@@ -739,8 +741,10 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
     """Hits with explanations, contradiction and supersession links (with a summary of the
     other memory) for ``ranked`` ``(score, id, activation)``."""
     ids = [mid for _, mid, _ in ranked]
-    links = _links(rt, conn, req.tenant, ids)
-    others = {o for i in ids for o in (*links[i][0], *links[i][1])} if ids else set()
+    # a row read with ``edges`` says whether the memory has any relation to look up
+    links = _links(rt, conn, req.tenant,
+                   [i for i in ids if getattr(c.rows[i], "has_edges", True)])
+    others = {o for contra, sup in links.values() for o in (*contra, *sup)}
     others |= {c.rows[i].superseded_by for i in ids if c.rows[i].superseded_by}
     summaries = {o: summary(r.text) for o, r in rt.sql.rows(conn, req.tenant, sorted(others)
                                                              ).items()} if others else {}
