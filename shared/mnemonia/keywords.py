@@ -34,12 +34,11 @@ WORD_CACHE = 4096
 
 @dataclass(frozen=True)
 class KeywordQuery:
-    """One query's keyword side: the words to search, and the scorer of a memory's text."""
+    """One query's keyword side: the words to search, and the scorer of a memory's words."""
 
     tokens: list[str]
     search: list[str]
-    score: Callable[[str], float]
-    score_words: Callable[[AbstractSet[str]], float]  # ``score`` of a text's word set
+    score_words: Callable[[AbstractSet[str]], float]  # the keyword score of a text's word set
     words: frozenset[str]
     expansions: dict[str, dict[str, float]] = field(default_factory=dict)
     docs: dict[str, int] | None = None  # the tenant's document counts of the words, if read
@@ -81,9 +80,8 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     else:
         weights = dict.fromkeys(qtok, 1.0)
     search = list(dict.fromkeys([*qtok, *(u for e in expansions.values() for u in e)]))
-    of_words = act.weighted_word_scorer(weights, expansions)
     return KeywordQuery(tokens=qtok, search=search,
-                        score=lambda text: of_words(act.word_tokens(text)), score_words=of_words,
+                        score_words=act.weighted_word_scorer(weights, expansions),
                         words=act.word_tokens(" ".join(qtok)), expansions=expansions,
                         docs=df if read else None)
 

@@ -327,19 +327,24 @@ class Runtime:
         """Relations of ``ids`` are being written: their kept links are dropped now, and
         again by the :meth:`forget_entities` that follows the write's commit (a recall
         between the two may have read and kept the links as they were before)."""
+        ids = set(ids)
         with self._cache_lock:
             self._written.setdefault(tenant, set()).update(ids)
-        self._forget_written(tenant, clear=False)
+            self._drop_links(tenant, ids)
 
-    def _forget_written(self, tenant: str, clear: bool = True) -> None:
+    def _forget_written(self, tenant: str) -> None:
         with self._cache_lock:
-            ids = self._written.pop(tenant, set()) if clear else set(self._written.get(tenant, ()))
-            if not ids:
-                return
-            self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
-            for kept in self.links.get(tenant, {}).values():
-                for mid in ids:
-                    kept.pop(mid, None)
+            self._drop_links(tenant, self._written.pop(tenant, set()))
+
+    def _drop_links(self, tenant: str, ids: set[str]) -> None:
+        """Drop the kept links of ``ids`` (the cache lock held), so that a recall that read
+        them before cannot keep them (the epoch moves)."""
+        if not ids:
+            return
+        self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
+        for kept in self.links.get(tenant, {}).values():
+            for mid in ids:
+                kept.pop(mid, None)
 
     def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
         """The links of ``kind`` kept for the tenant's memories (by memory id)."""
