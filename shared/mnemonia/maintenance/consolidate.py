@@ -6,14 +6,14 @@ verified with the exact Jaccard; :func:`mnemonia.scoring.consolidation.group` gr
 
 from __future__ import annotations
 
-import functools
-import gc
 import hashlib
 import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from mnemonia import ingest
 from mnemonia.clock import to_ts
@@ -32,7 +32,7 @@ __all__ = ["LSH_RECALL_AT_THRESHOLD", "MINHASH_PERMUTATIONS", "MINHASH_SEED", "c
 
 log = logging.getLogger("mnemonia.maintenance")
 
-MINHASH_PERMUTATIONS = 128
+MINHASH_PERMUTATIONS = 256
 MINHASH_SEED = 1
 LSH_RECALL_AT_THRESHOLD = 0.9999
 """LSH banding is chosen so a pair exactly at the Jaccard threshold is a candidate with at
@@ -58,49 +58,110 @@ def similar_sets(token_sets: Sequence[frozenset[str]], threshold: float
                   ) -> tuple[dict[int, set[int]], int]:
     """Pairs of distinct, non-empty word sets with exact Jaccard >= ``threshold``.
 
-    Candidates come from datasketch MinHash LSH (every set is indexed: no sample); each is
-    verified with the exact Jaccard. Returns ``{index: {similar indices}}`` (symmetric) and the
-    number of candidate pairs LSH proposed.
-    """
-    from datasketch import MinHash, MinHashLSH
-    from datasketch.hashfunc import sha1_hash32
+    Candidates come from MinHash LSH over every set (no sample), each verified with the exact
+    Jaccard. Returns ``{index: {similar indices}}`` (symmetric) and the number of distinct
+    candidate pairs LSH proposed.
 
+    The signatures are datasketch's (its permutations and word hash), computed for all sets at
+    once with numpy; only one 64-bit key per set and band is kept. The bands are then joined
+    one at a time, and a pair is counted in the first band where its keys agree (read from
+    the keys), so no table of pairs seen is kept: memory is linear in the number of sets.
+    """
     similar: dict[int, set[int]] = {}
     if len(token_sets) < 2:
         return similar, 0
-    bands, rows_per_band = lsh_params(threshold)
-    was_enabled = gc.isenabled()
-    gc.disable()  # millions of small set/bytes objects: the cyclic GC would dominate the run
-    try:
-        # One MinHash reused for every set (LSH keeps only the band digests), and each word
-        # hashed once per run: the same signatures as MinHash.bulk, several times faster.
-        hashfunc = functools.lru_cache(maxsize=None)(sha1_hash32)
-        sketch = MinHash(num_perm=MINHASH_PERMUTATIONS, seed=MINHASH_SEED, hashfunc=hashfunc)
-        lsh = MinHashLSH(num_perm=MINHASH_PERMUTATIONS, params=(bands, rows_per_band))
-        with lsh.insertion_session() as session:
-            for i, tokens in enumerate(token_sets):
-                sketch.clear()
-                sketch.update_batch([t.encode("utf-8") for t in tokens])
-                session.insert(i, sketch, check_duplication=False)
-        hashfunc.cache_clear()
-        seen: set[tuple[int, int]] = set()
-        for table in lsh.hashtables:
-            for key, size in table.itemcounts().items():
-                if size < 2:
-                    continue
-                members = sorted(table.get(key))
-                for x, a in enumerate(members):
-                    for b in members[x + 1:]:
-                        if (a, b) in seen:
-                            continue
-                        seen.add((a, b))
-                        if cons.jaccard(token_sets[a], token_sets[b]) >= threshold:
-                            similar.setdefault(a, set()).add(b)
-                            similar.setdefault(b, set()).add(a)
-        return similar, len(seen)
-    finally:
-        if was_enabled:
-            gc.enable()
+    keys = _band_keys(token_sets, *lsh_params(threshold))
+    candidates = 0
+    for band in range(keys.shape[1]):
+        column = keys[:, band]
+        order = np.argsort(column, kind="stable")
+        ordered = column[order]
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if not len(same):
+            continue
+        for left, right in _run_pairs(order, same):
+            if band:  # counted (and verified) in an earlier band already?
+                earlier = (keys[left, :band] == keys[right, :band]).any(axis=1)
+                left, right = left[~earlier], right[~earlier]
+            candidates += len(left)
+            for a, b in zip(left.tolist(), right.tolist(), strict=True):
+                if cons.jaccard(token_sets[a], token_sets[b]) >= threshold:
+                    similar.setdefault(a, set()).add(b)
+                    similar.setdefault(b, set()).add(a)
+    return similar, candidates
+
+
+_SETS_PER_CHUNK = 8192
+_WORD_SLOTS = 1 << 17
+_PAIRS_PER_CHUNK = 65536
+
+
+def _band_keys(token_sets: Sequence[frozenset[str]], bands: int, rows: int) -> np.ndarray:
+    """One uint64 key per set and band: the band's ``rows`` MinHash values mixed together."""
+    from datasketch import MinHash
+    from datasketch.hashfunc import sha1_hash32
+    from datasketch.minhash import _max_hash, _mersenne_prime
+
+    words: dict[str, int] = {}
+    flat = np.fromiter((words.setdefault(w, len(words)) for s in token_sets for w in s),
+                       dtype=np.int64)
+    sizes = np.fromiter((len(s) for s in token_sets), dtype=np.int64, count=len(token_sets))
+    if not sizes.all():
+        raise ValueError("similar_sets needs non-empty word sets")
+    a, b = MinHash(num_perm=MINHASH_PERMUTATIONS, seed=MINHASH_SEED).permutations
+    used = bands * rows
+    a, b = a[:used], b[:used]
+    hashed = np.fromiter((sha1_hash32(w.encode("utf-8")) for w in words), dtype=np.uint64,
+                         count=len(words))
+    # Per word, its value under every permutation (as datasketch computes it, uint64 wrapping).
+    permuted = np.empty((len(words), used), dtype=np.uint32)
+    for start in range(0, len(words), _SETS_PER_CHUNK):
+        hv = hashed[start:start + _SETS_PER_CHUNK, None]
+        permuted[start:start + _SETS_PER_CHUNK] = ((hv * a + b) % np.uint64(_mersenne_prime)
+                                                   ) & np.uint64(_max_hash)
+    mixers = np.random.default_rng(MINHASH_SEED).integers(
+        1, 2 ** 63, size=rows, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    keys = np.empty((len(token_sets), bands), dtype=np.uint64)
+    starts = np.cumsum(sizes) - sizes
+    # Sets by size, so a chunk pads little: each row of a chunk is padded (with its own
+    # first word) to the chunk's longest set, and a chunk holds at most _WORD_SLOTS words.
+    by_size = np.argsort(sizes, kind="stable")
+    ascending = sizes[by_size]
+    first = 0
+    while first < len(by_size):
+        # a count c with c * (the longest of those c sets) <= _WORD_SLOTS, at least one set
+        reach = min(first + _WORD_SLOTS // int(ascending[first]), len(by_size))
+        last = first + max(1, _WORD_SLOTS // int(ascending[reach - 1]))
+        chunk = by_size[first:last]
+        longest = int(sizes[chunk[-1]])
+        offsets = np.minimum(np.arange(longest), sizes[chunk, None] - 1)
+        signature = permuted[flat[starts[chunk, None] + offsets]].min(axis=1)
+        banded = signature.reshape(len(chunk), bands, rows).astype(np.uint64)
+        keys[chunk] = (banded * mixers).sum(axis=2, dtype=np.uint64)
+        first = last
+    return keys
+
+
+def _run_pairs(order: np.ndarray, same: np.ndarray
+               ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The pairs (smaller index first) within each run of equal keys of a sorted band, in
+    chunks. ``same`` holds the positions ``i`` where sorted keys ``i`` and ``i + 1`` agree."""
+    # Runs of equal keys: maximal stretches of consecutive positions in ``same``.
+    breaks = np.flatnonzero(np.diff(same) != 1)
+    run_starts = np.concatenate(([same[0]], same[breaks + 1]))
+    run_ends = np.concatenate((same[breaks], [same[-1]])) + 2  # exclusive
+    lengths = run_ends - run_starts
+    pairs = lengths == 2
+    if pairs.any():  # most runs are a single pair: all of them at once
+        x, y = order[run_starts[pairs]], order[run_starts[pairs] + 1]
+        for at in range(0, len(x), _PAIRS_PER_CHUNK):
+            xs, ys = x[at:at + _PAIRS_PER_CHUNK], y[at:at + _PAIRS_PER_CHUNK]
+            yield np.minimum(xs, ys), np.maximum(xs, ys)
+    for start, end in zip(run_starts[~pairs].tolist(), run_ends[~pairs].tolist(), strict=True):
+        members = np.sort(order[start:end])
+        i, j = np.triu_indices(len(members), 1)
+        for at in range(0, len(i), _PAIRS_PER_CHUNK):
+            yield members[i[at:at + _PAIRS_PER_CHUNK]], members[j[at:at + _PAIRS_PER_CHUNK]]
 
 
 class _Candidates(Mapping[str, frozenset[str]]):
