@@ -134,6 +134,9 @@ def require_int(
         maximum: Largest allowed value, inclusive, if any.
         error: The error class to raise.
     """
+    if type(value) is int and (minimum is None or value >= minimum) and (
+            maximum is None or value <= maximum):  # the common case, checked fast
+        return value
     low = "-inf" if minimum is None else str(minimum)
     high = "inf" if maximum is None else str(maximum)
     allowed = f"an int in [{low}, {high}]"

@@ -99,6 +99,14 @@ _MEMORY_COLUMNS_EDGES = _MEMORY_COLUMNS + (
     "AS has_edges")
 
 
+def _committed(status: Any) -> Any:
+    """``status = 'committed'``, written (``status || ''``) so that no index on the status
+    serves it. Nearly every row is committed, but without statistics SQLite takes the status
+    index as selective: ``id IN (...) AND status = 'committed'`` then walked the whole status
+    index instead of the primary key (0.75 s against 0.02 s for 2,000 ids at 1M memories)."""
+    return status.concat("") == "committed"
+
+
 def _opt_dt(ts: float | None) -> datetime | None:
     return None if ts is None else from_ts(ts)
 
@@ -773,7 +781,7 @@ class SideStore:
                      ) -> list[str]:
         """Up to ``limit`` ids of active memories of ``tenant`` matching ``where``."""
         return [r[0] for r in self.fetch(conn, (
-            "SELECT m.id FROM memories AS m WHERE m.tenant = ? AND m.status = 'committed' "
+            f"SELECT m.id FROM memories AS m WHERE m.tenant = ? AND {self._status()} = 'committed' "
             f"AND m.deleted_at IS NULL AND ({where.sql}) LIMIT ?"),
             (tenant, *where.params, limit))]
 
@@ -947,7 +955,7 @@ class SideStore:
         """The committed row of one memory of ``tenant``, or :class:`MemoryNotFoundError`."""
         check_id(memory_id)
         r = conn.execute(sa.select(memories).where(memories.c.id == memory_id,
-                                                   memories.c.status == "committed")).first()
+                                                   _committed(memories.c.status))).first()
         if r is None or r.tenant != tenant:
             # Another tenant's memory is reported exactly like a missing one: no leak.
             raise MemoryNotFoundError(f"no memory with id {memory_id!r} in tenant {tenant!r}")
@@ -980,14 +988,14 @@ class SideStore:
     def tenant_of(self, conn: Connection, memory_id: str) -> str | None:
         """The tenant of a committed memory, or ``None``."""
         r = conn.execute(sa.select(memories.c.tenant).where(
-            memories.c.id == memory_id, memories.c.status == "committed")).first()
+            memories.c.id == memory_id, _committed(memories.c.status))).first()
         return None if r is None else str(r.tenant)
 
     def list_memories(self, conn: Connection, tenant: str, *, session_id: str | None,
                       include_deleted: bool, limit: int | None) -> list[Memory]:
         """A tenant's memories in insertion order (optionally one session's)."""
         q = sa.select(memories).where(memories.c.tenant == tenant,
-                                      memories.c.status == "committed")
+                                      _committed(memories.c.status))
         if session_id is not None:
             q = q.where(memories.c.session_id == session_id)
         if not include_deleted:
@@ -1000,7 +1008,7 @@ class SideStore:
     def active_count(self, conn: Connection, tenant: str) -> int:
         return int(conn.execute(sa.select(sa.func.count()).where(
             memories.c.tenant == tenant, memories.c.deleted_at.is_(None),
-            memories.c.status == "committed")).scalar_one())
+            _committed(memories.c.status))).scalar_one())
 
     def active_rows(self, conn: Connection, tenant: str, columns: Sequence[str], *,
                     enriched: bool = False, not_state: str | None = None,
@@ -1009,7 +1017,7 @@ class SideStore:
         """``columns`` of the tenant's active (committed, not deleted) memories, narrowed by
         the keyword filters (what the maintenance jobs scan)."""
         m = memories.c
-        cond = [m.tenant == tenant, m.status == "committed", m.deleted_at.is_(None)]
+        cond = [m.tenant == tenant, _committed(m.status), m.deleted_at.is_(None)]
         if enriched:
             cond.append(m.enriched_at.is_not(None))
         if not_state is not None:
@@ -1028,7 +1036,7 @@ class SideStore:
         """Counts over one tenant (or all): memories, deleted, consolidated, superseded,
         relations, accesses, and active memories by state and by kind."""
         m = memories
-        cond = [m.c.status == "committed"]
+        cond = [_committed(m.c.status)]
         if tenant is not None:
             cond.append(m.c.tenant == tenant)
 
@@ -1405,7 +1413,7 @@ class SideStore:
         m = memories.c
         cond: list[Any] = []
         if committed:
-            cond.append(m.status == "committed")
+            cond.append(_committed(m.status))
         for col, want in ((m.deleted_at, deleted), (m.consolidated_into, consolidated),
                           (m.enriched_at, enriched)):
             if want is not None:
@@ -1420,7 +1428,7 @@ class SideStore:
         """``{id: row of columns}`` (``id`` always included) for those of ``ids`` found."""
         m = memories.c
         cols = [m.id, *(m[c] for c in columns if c != "id")]
-        cond = [m.status == "committed"] if committed else []
+        cond = [_committed(m.status)] if committed else []
         out: dict[str, Any] = {}
         for chunk in chunks(list(ids)):
             for r in conn.execute(sa.select(*cols).where(m.id.in_(chunk), *cond)):
@@ -1432,7 +1440,7 @@ class SideStore:
         insertion order."""
         m = memories.c
         return [r[0] for r in conn.execute(sa.select(m.id).where(
-            m.tenant == tenant, m.status == "committed", m.deleted_at.is_(None),
+            m.tenant == tenant, _committed(m.status), m.deleted_at.is_(None),
             m.enriched_at.is_(None), m.state != skipped).order_by(m.seq))]
 
     # -- export / import ---------------------------------------------------------------------
@@ -1442,7 +1450,7 @@ class SideStore:
         total = 0
         for chunk in chunks(list(tenants)):
             total += int(conn.execute(sa.select(sa.func.count()).where(
-                m.tenant.in_(chunk), m.status == "committed")).scalar_one())
+                m.tenant.in_(chunk), _committed(m.status))).scalar_one())
         return total
 
     def memory_page(self, conn: Connection, tenant: str, after: tuple[int, str] | None,
@@ -1451,7 +1459,7 @@ class SideStore:
         ``(seq, id)`` order, after the ``(seq, id)`` of ``after`` (keyset paging: each page
         costs the same however far the export has got)."""
         m = memories.c
-        q = sa.select(memories).where(m.tenant == tenant, m.status == "committed")
+        q = sa.select(memories).where(m.tenant == tenant, _committed(m.status))
         if after is not None:
             q = q.where(sa.or_(m.seq > after[0], sa.and_(m.seq == after[0], m.id > after[1])))
         return list(conn.execute(q.order_by(m.seq, m.id).limit(limit)).fetchall())
@@ -1478,7 +1486,7 @@ class SideStore:
             q = sa.select(table).select_from(table.join(
                 memories, memories.c.id == table.c.memory_id)).where(
                 table.c.tenant == tenant, memories.c.tenant == tenant,
-                memories.c.status == "committed").order_by(table.c.id)
+                _committed(memories.c.status)).order_by(table.c.id)
         result = conn.execute(q.execution_options(yield_per=size))
         for part in result.partitions():
             yield from part
@@ -1601,7 +1609,7 @@ class SideStore:
             # seq alone narrows the index range; the id breaks ties (imports may share a seq)
             cond.append("m.seq <= ? AND (m.seq < ? OR m.id < ?)")
             params += [after[0], after[0], after[1]]
-        where = " AND ".join(["m.tenant = ?", "m.status = 'committed'", *cond])
+        where = " AND ".join(["m.tenant = ?", f"{self._status()} = 'committed'", *cond])
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, m.seq AS cursor_seq, m.id AS "
                           f"cursor_id FROM memories AS m WHERE {where} "
                           "ORDER BY m.seq DESC, m.id DESC LIMIT ?",
@@ -1618,7 +1626,8 @@ class SideStore:
         if after is not None:
             more.append("k.rowid < ?")
             extra.append(after[0])
-        where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?", "m.status = 'committed'",
+        where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?",
+                              f"{self._status()} = 'committed'",
                               *more])
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, k.rowid AS cursor_seq, m.id AS "
                           "cursor_id FROM memories_kw AS k CROSS JOIN memories AS m "
@@ -1654,7 +1663,8 @@ class SideStore:
     def recently_deleted(self, conn: Connection, tenant: str, limit: int) -> list[Any]:
         """The tenant's soft-deleted memories (every column), most recently deleted first."""
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS} FROM memories AS m WHERE "
-                          "m.tenant = ? AND m.status = 'committed' AND m.deleted_at IS NOT NULL "
+                          f"m.tenant = ? AND {self._status()} = 'committed' "
+                          "AND m.deleted_at IS NOT NULL "
                           "ORDER BY m.deleted_at DESC, m.id LIMIT ?", (tenant, limit), named=True)
 
 
