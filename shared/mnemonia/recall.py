@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping
+from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -105,10 +106,22 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
         return RecallResult(query=req.query, tenant=req.tenant, mode=req.mode, memories=[])
     if not req.query:
         return _entity_recall(rt, req)
-    qvec = query_vector(rt, req.query)
     qtok = act.query_tokens(req.query)
+    if rt.query_cache.get(req.query) is None:
+        # The keyword side reads the side-store while the model embeds the query: both
+        # release the GIL, so on two cores they overlap.
+        aside = rt.aside(_keyword_side, rt, req, qtok)
+        try:
+            qvec = query_vector(rt, req.query)
+        except BaseException:
+            futures.wait([aside])
+            raise
+        keywords = aside.result()
+    else:
+        qvec = query_vector(rt, req.query)
+        keywords = _keyword_side(rt, req, qtok)
     with rt.reading() as conn:
-        cands = _activate(rt, conn, col, req, qvec, qtok)
+        cands = _activate(rt, conn, col, req, qvec, qtok, keywords)
         hits = _score(rt, conn, req, cands)
     top = hits[:req.k]
     top_ids = {h.memory.id for h in top}
@@ -137,16 +150,26 @@ def visible(r: Any, topic: str | None, superseded: bool = False) -> bool:
 
 
 # -- 1. dense + keyword candidates ------------------------------------------------------------
+def _keyword_side(rt: Runtime, req: RecallRequest, qtok: list[str]
+                  ) -> tuple[KeywordQuery, list[tuple[str, float]]]:
+    """The query's words (weighted, with their related words) and the keyword index's
+    candidates for them, read on a connection of its own."""
+    cfg = rt.config
+    with rt.reading() as conn:
+        kq = keyword_query(rt, conn, req.tenant, qtok, _tenant_size(rt, conn, req.tenant))
+        hits = rt.sql.keyword_search(
+            conn, req.tenant, kq.search,
+            cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
+            max_postings=cfg.keyword_postings, docs=kq.docs)
+    return kq, hits
+
+
 def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                kq: KeywordQuery) -> Candidates:
+                kw_hits: list[tuple[str, float]]) -> Candidates:
     """Dense and keyword candidates, the dense pool widened until enough visible remain."""
     cfg = rt.config
     c = Candidates()
     n_dense = max(cfg.recall_initial_candidates * 2, 2 * req.k)
-    kw_hits = rt.sql.keyword_search(
-        conn, req.tenant, kq.search,
-        cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
-        max_postings=cfg.keyword_postings, docs=kq.docs)
     while True:
         ids, sims = rt.vectors.query(col, qvec[None, :], n_dense)
         got = dict(zip(ids[0], sims[0], strict=True))
@@ -340,9 +363,10 @@ def _session_best(c: Candidates) -> dict[str, float]:
 
 
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-              qtok: list[str]) -> Candidates:
-    kq = keyword_query(rt, conn, req.tenant, qtok, _tenant_size(rt, conn, req.tenant))
-    c = _candidates(rt, conn, col, req, qvec, kq)
+              qtok: list[str], keywords: tuple[KeywordQuery, list[tuple[str, float]]]
+              ) -> Candidates:
+    kq, kw_hits = keywords
+    c = _candidates(rt, conn, col, req, qvec, kw_hits)
     _fuse(rt, c, kq, req.floor)
     _context(rt, conn, col, req, qvec, kq, c)
     # 3. entities (only boosts that could reach the top k are worth reading)

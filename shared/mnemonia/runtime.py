@@ -14,6 +14,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,9 +73,12 @@ class CueIndex:
 
 
 _Index = TypeVar("_Index")
+_Result = TypeVar("_Result")
 
 RECENT_QUERIES = 4096
 """Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
+HELPER_THREADS = 4
+"""Helper threads per engine for the side work of recalls running at the same time."""
 KEPT_MEMORIES = 200_000
 """Memories whose keyword words recall keeps in memory, and per tenant and kind of link,
 memories whose links it keeps (past this many a cache starts afresh)."""
@@ -200,6 +204,7 @@ class Runtime:
         self._cache_lock = threading.Lock()  # the index caches, their epochs, recent queries
         self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
         self._folder_lock = lock
+        self._helpers: ThreadPoolExecutor | None = None  # recall's side work (aside)
 
     @classmethod
     def open(cls, path: Any, *, chroma_url: str | None, sql_url: str | None,
@@ -255,11 +260,25 @@ class Runtime:
         with self.sql.connect() as conn:
             yield conn
 
+    def aside(self, fn: Callable[..., _Result], /, *args: Any) -> Future[_Result]:
+        """``fn(*args)`` on a helper thread (recall reads its keyword side there while the
+        query is embedded); the result or the error comes from the future."""
+        with self._cache_lock:
+            self.check_open()  # no new helper threads for a closed engine
+            if self._helpers is None:
+                self._helpers = ThreadPoolExecutor(max_workers=HELPER_THREADS,
+                                                   thread_name_prefix="mnemonia-recall")
+            return self._helpers.submit(fn, *args)
+
     def close(self) -> None:
         """Close both stores and release the folder lock. Safe to call twice."""
         if self.closed:
             return
         self.closed = True
+        with self._cache_lock:
+            helpers, self._helpers = self._helpers, None
+        if helpers is not None:
+            helpers.shutdown(wait=True)
         self.vectors.close()
         self.sql.dispose()
         if self._folder_lock is not None:

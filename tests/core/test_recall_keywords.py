@@ -9,13 +9,15 @@ hashing embedder (real Chroma, real SQLite).
 from __future__ import annotations
 
 import math
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
-from mnemonia.errors import InvalidConfigError, InvalidInputError, InvalidWeightsError
+from mnemonia.errors import InvalidConfigError, InvalidInputError, InvalidWeightsError, StoreError
 from mnemonia.scoring import activation as act
 
 # -- pure scoring ------------------------------------------------------------------------------
@@ -262,3 +264,66 @@ def test_kept_keyword_words_follow_a_rewritten_item(tmp_path: Path, clock: Manua
         again = engine.recall(query, tenant=tenant, k=2, min_activation=0, touch=False)
         assert again.ids[0] == mid
         assert _hit(again, mid).explanation.keyword == pytest.approx(1.0)
+
+
+# -- the keyword side beside the query embedding -----------------------------------------------
+
+
+class _SlowEmbedder(HashingEmbedder):
+    """The hashing embedder, slowed and watched: a query embedding takes 50 ms (as a model's
+    would take time), and the thread the keyword side ran on is noted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail = False
+
+    def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+        if self.fail:
+            raise RuntimeError("the model is gone")
+        time.sleep(0.05)
+        return super().embed_query(text)
+
+
+def test_the_keyword_side_runs_beside_the_query_embedding(tmp_path: Path,
+                                                          clock: ManualClock) -> None:
+    """A query not embedded yet reads its keyword side on a helper thread while the query is
+    embedded; the hits are the same as when the query vector is cached and both run in turn,
+    and errors of either side reach the caller."""
+    embedder = _SlowEmbedder()
+    config = MnemoniaConfig.load(env={}, maintenance="manual")
+    with MemoryEngine.open(tmp_path / "store", config=config, clock=clock,
+                           embedder=embedder) as engine:
+        _session(engine, clock)
+        threads: list[str] = []
+        search = engine.sql.keyword_search
+
+        def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+            threads.append(threading.current_thread().name)
+            return search(*args, **kwargs)
+
+        engine.runtime.sql.keyword_search = watched  # type: ignore[method-assign]
+        first = engine.recall("favourite food pizza", tenant="t", k=5, min_activation=0,
+                              touch=False)
+        again = engine.recall("favourite food pizza", tenant="t", k=5, min_activation=0,
+                              touch=False)  # the query vector is cached now: in turn
+        assert threads[0].startswith("mnemonia-recall")
+        assert threads[1] == threading.current_thread().name
+        assert [(h.memory.id, h.score) for h in first.memories] == \
+            [(h.memory.id, h.score) for h in again.memories]
+        assert {"What is your favourite food these days?",
+                "Definitely pizza, with extra olives"} <= {h.memory.text for h in first.memories}
+
+        embedder.fail = True
+        with pytest.raises(RuntimeError, match="the model is gone"):
+            engine.recall("a new question", tenant="t", touch=False)
+
+        embedder.fail = False
+
+        def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+            raise RuntimeError("the keyword index is gone")
+
+        engine.runtime.sql.keyword_search = broken  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError, match="the keyword index is gone"):
+            engine.recall("another new question", tenant="t", touch=False)
+    with pytest.raises(StoreError, match="closed"):
+        engine.runtime.aside(print)
