@@ -116,6 +116,22 @@ def _word_vectors(rt: Runtime, idx: TermIndex, words: Sequence[str]) -> np.ndarr
     return np.stack(rows)
 
 
+_SINGLE_THREAD_PRODUCT = 1 << 18
+"""OpenBLAS runs a matrix product with m*n*k below 4 * 65,536 on the calling thread alone."""
+
+
+def _similarities(words: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """``words @ matrix.T``, in slices small enough that OpenBLAS computes each on the calling
+    thread. Recall computes this on a helper thread while the model embeds the query on the
+    other core: one product over every stored word made OpenBLAS start its own threads, which
+    then competed with the model for the cores (and spun after it), so nothing overlapped."""
+    step = max(1, _SINGLE_THREAD_PRODUCT // (words.shape[0] * words.shape[1]) - 1)
+    if matrix.shape[0] <= step:
+        return np.asarray(words @ matrix.T)
+    return np.concatenate([words @ matrix[at:at + step].T
+                           for at in range(0, matrix.shape[0], step)], axis=1)
+
+
 def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
                 ) -> dict[str, dict[str, float]]:
     """``{query word: {related word: credit}}`` over the store's word vectors (each query
@@ -128,7 +144,7 @@ def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
     todo = [w for w in words if w not in known]
     if todo:
         theta = rt.config.keyword_expansion
-        sims = _word_vectors(rt, idx, todo) @ idx.matrix.T
+        sims = _similarities(_word_vectors(rt, idx, todo), idx.matrix)
         n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
         for row, word in zip(sims, todo, strict=True):
             top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] \

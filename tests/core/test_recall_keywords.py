@@ -14,8 +14,10 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia import keywords as kw
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import InvalidConfigError, InvalidInputError, InvalidWeightsError, StoreError
 from mnemonia.scoring import activation as act
@@ -327,3 +329,15 @@ def test_the_keyword_side_runs_beside_the_query_embedding(tmp_path: Path,
             engine.recall("another new question", tenant="t", touch=False)
     with pytest.raises(StoreError, match="closed"):
         engine.runtime.aside(print)
+
+
+@pytest.mark.parametrize(("words", "terms"), [(1, 3), (1, 5000), (4, 700), (12, 10000)])
+def test_word_similarities_in_slices_equal_one_product(words: int, terms: int) -> None:
+    """The related-word similarities are computed in slices (so OpenBLAS stays on the
+    calling thread); they equal the single product, in shape and value."""
+    rng = np.random.default_rng(words * terms)
+    w = rng.normal(size=(words, 384)).astype(np.float32)
+    m = rng.normal(size=(terms, 384)).astype(np.float32)
+    got = kw._similarities(w, m)
+    assert got.shape == (words, terms)
+    assert np.allclose(got, w @ m.T, rtol=1e-5, atol=1e-4)
