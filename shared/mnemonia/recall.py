@@ -107,7 +107,8 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     if not req.query:
         return _entity_recall(rt, req)
     qtok = act.query_tokens(req.query)
-    if rt.query_cache.get(req.query) is None:
+    qvec = rt.query_cache.get(req.query)
+    if qvec is None:
         # The keyword side reads the side-store while the model embeds the query: both
         # release the GIL, so on two cores they overlap.
         aside = rt.aside(_keyword_side, rt, req, qtok)
@@ -118,7 +119,6 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
             raise
         keywords = aside.result()
     else:
-        qvec = query_vector(rt, req.query)
         keywords = _keyword_side(rt, req, qtok)
     with rt.reading() as conn:
         cands = _activate(rt, conn, col, req, qvec, qtok, keywords)

@@ -91,9 +91,12 @@ def similar_sets(token_sets: Sequence[frozenset[str]], threshold: float
     return similar, candidates
 
 
-_SETS_PER_CHUNK = 8192
+_WORDS_PER_CHUNK = 8192
+"""Words whose permuted hash values are computed at once."""
 _WORD_SLOTS = 1 << 17
+"""Word slots (sets x their padded length) whose signatures are computed at once."""
 _PAIRS_PER_CHUNK = 65536
+"""Candidate pairs checked against the earlier bands at once."""
 
 
 def _band_keys(token_sets: Sequence[frozenset[str]], bands: int, rows: int) -> np.ndarray:
@@ -115,9 +118,9 @@ def _band_keys(token_sets: Sequence[frozenset[str]], bands: int, rows: int) -> n
                          count=len(words))
     # Per word, its value under every permutation (as datasketch computes it, uint64 wrapping).
     permuted = np.empty((len(words), used), dtype=np.uint32)
-    for start in range(0, len(words), _SETS_PER_CHUNK):
-        hv = hashed[start:start + _SETS_PER_CHUNK, None]
-        permuted[start:start + _SETS_PER_CHUNK] = ((hv * a + b) % np.uint64(_mersenne_prime)
+    for start in range(0, len(words), _WORDS_PER_CHUNK):
+        hv = hashed[start:start + _WORDS_PER_CHUNK, None]
+        permuted[start:start + _WORDS_PER_CHUNK] = ((hv * a + b) % np.uint64(_mersenne_prime)
                                                    ) & np.uint64(_max_hash)
     mixers = np.random.default_rng(MINHASH_SEED).integers(
         1, 2 ** 63, size=rows, dtype=np.uint64) * np.uint64(2) + np.uint64(1)

@@ -107,6 +107,10 @@ def _committed(status: Any) -> Any:
     return status.concat("") == "committed"
 
 
+_COMMITTED_SQL = "(m.status || '') = 'committed'"
+""":func:`_committed` in the raw SQL over ``memories AS m``."""
+
+
 def _opt_dt(ts: float | None) -> datetime | None:
     return None if ts is None else from_ts(ts)
 
@@ -703,15 +707,12 @@ class SideStore:
             raise StoreError(f"keyed items need SQLite or PostgreSQL, not {self.dialect!r}")
         return item_expressions(self.dialect)
 
-    def _status(self) -> str:
-        return "+m.status" if self.dialect == "sqlite" else "m.status"
-
     def _live(self, now: float) -> SqlCondition:
-        """Committed, not deleted, not expired at ``now``. (On SQLite the status is written
-        ``+m.status``: without statistics the planner would rather take the status index and
+        """Committed, not deleted, not expired at ``now``. (The status is written so that no
+        index serves it: without statistics SQLite would rather take the status index and
         sort the whole namespace than walk the item index in order.)"""
         x = self._items_sql()
-        return SqlCondition(f"{self._status()} = 'committed' AND m.deleted_at IS NULL AND "
+        return SqlCondition(f"{_COMMITTED_SQL} AND m.deleted_at IS NULL AND "
                             f"({x['expires']} IS NULL OR {x['expires']} > ?)", (now,))
 
     def item_filter(self, flt: Mapping[str, Any]) -> SqlCondition:
@@ -747,7 +748,7 @@ class SideStore:
             out += self.fetch(conn, (
                 f"SELECT m.id, m.tenant, m.deleted_at, m.metadata, {x['expires']} AS expires "
                 f"FROM memories AS m WHERE {x['path']} = ? AND {x['key']} IN "
-                f"({self.in_marks(len(chunk))}) AND {self._status()} = 'committed'"),
+                f"({self.in_marks(len(chunk))}) AND {_COMMITTED_SQL}"),
                 (path, *chunk), named=True)
         return out
 
@@ -781,7 +782,7 @@ class SideStore:
                      ) -> list[str]:
         """Up to ``limit`` ids of active memories of ``tenant`` matching ``where``."""
         return [r[0] for r in self.fetch(conn, (
-            f"SELECT m.id FROM memories AS m WHERE m.tenant = ? AND {self._status()} = 'committed' "
+            f"SELECT m.id FROM memories AS m WHERE m.tenant = ? AND {_COMMITTED_SQL} "
             f"AND m.deleted_at IS NULL AND ({where.sql}) LIMIT ?"),
             (tenant, *where.params, limit))]
 
@@ -790,7 +791,7 @@ class SideStore:
         x = self._items_sql()
         return [(r[0], r[1]) for r in self.fetch(conn, (
             f"SELECT m.id, m.tenant FROM memories AS m WHERE {x['expires']} <= ? "
-            f"AND {self._status()} = 'committed' LIMIT ?"), (now, limit))]
+            f"AND {_COMMITTED_SQL} LIMIT ?"), (now, limit))]
 
     # -- consistency (doctor) ----------------------------------------------------------------
     def row_counts(self, conn: Connection) -> dict[str, int]:
@@ -1609,7 +1610,7 @@ class SideStore:
             # seq alone narrows the index range; the id breaks ties (imports may share a seq)
             cond.append("m.seq <= ? AND (m.seq < ? OR m.id < ?)")
             params += [after[0], after[0], after[1]]
-        where = " AND ".join(["m.tenant = ?", f"{self._status()} = 'committed'", *cond])
+        where = " AND ".join(["m.tenant = ?", f"{_COMMITTED_SQL}", *cond])
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, m.seq AS cursor_seq, m.id AS "
                           f"cursor_id FROM memories AS m WHERE {where} "
                           "ORDER BY m.seq DESC, m.id DESC LIMIT ?",
@@ -1627,7 +1628,7 @@ class SideStore:
             more.append("k.rowid < ?")
             extra.append(after[0])
         where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?",
-                              f"{self._status()} = 'committed'",
+                              f"{_COMMITTED_SQL}",
                               *more])
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, k.rowid AS cursor_seq, m.id AS "
                           "cursor_id FROM memories_kw AS k CROSS JOIN memories AS m "
@@ -1663,7 +1664,7 @@ class SideStore:
     def recently_deleted(self, conn: Connection, tenant: str, limit: int) -> list[Any]:
         """The tenant's soft-deleted memories (every column), most recently deleted first."""
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS} FROM memories AS m WHERE "
-                          f"m.tenant = ? AND {self._status()} = 'committed' "
+                          f"m.tenant = ? AND {_COMMITTED_SQL} "
                           "AND m.deleted_at IS NOT NULL "
                           "ORDER BY m.deleted_at DESC, m.id LIMIT ?", (tenant, limit), named=True)
 
