@@ -24,9 +24,11 @@ from tests.ui.store import SECRET, XSS_IMG, XSS_SCRIPT, Store
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed "
                                 "(it is in the dev dependency group)")
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    NoAlertPresentException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 uvicorn = pytest.importorskip("uvicorn", reason="the ui extra is not installed")
@@ -109,11 +111,19 @@ def _no_alert(driver: Any) -> None:
 
 
 def _submit(driver: Any, button: Any) -> None:
-    """Click a button whose form navigates, and wait for the next page."""
+    """Click a button whose form navigates, and wait for the next page.
+
+    The old page is marked before the click and the wait ends when a page
+    without the mark has loaded. Waiting on the button going stale instead was
+    flaky: chromedriver sometimes answers a query on a node of the page being
+    left with an "unhandled inspector error" rather than a stale element.
+    """
+    driver.execute_script("window.__mnemoniaLeaving = true")
     button.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(button))
-    WebDriverWait(driver, 20).until(
-        lambda d: d.execute_script("return document.readyState") == "complete")
+    WebDriverWait(driver, 20, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return window.__mnemoniaLeaving !== true"
+            " && document.readyState === 'complete'"))
 
 
 def _text(driver: Any, css: str) -> str:
