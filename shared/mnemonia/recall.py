@@ -838,10 +838,14 @@ def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
 
 # -- 7. side effects --------------------------------------------------------------------------
 def _touch(rt: Runtime, req: RecallRequest, hits: list[Hit]) -> None:
+    """The recall's accesses, written on the side-store's writer thread while the caller
+    uses the answer (every later read of this process waits for them)."""
     cfg = rt.config
     if req.query:
         rt.note_queries(req.tenant, [h.memory.id for h in hits], req.query)
-    with rt.writing() as conn:
-        rt.sql.record_access(conn, req.tenant, [(h.memory.id, h.score) for h in hits],
-                             k=req.k, user_id=req.user_id, at=to_ts(req.now),
-                             growth=cfg.stability_growth, cap=cfg.stability_cap)
+    accessed = [(h.memory.id, h.score) for h in hits]
+    at = to_ts(req.now)
+    rt.sql.defer(lambda conn: rt.sql.record_access(
+        conn, req.tenant, accessed, k=req.k, user_id=req.user_id, at=at,
+        growth=cfg.stability_growth, cap=cfg.stability_cap),
+        what=f"recording the accesses of a recall on tenant {req.tenant!r}")

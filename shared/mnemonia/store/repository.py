@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import threading
 import time
 from collections import Counter, namedtuple
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -68,6 +70,8 @@ from mnemonia.validation import memory_id as check_id
 
 __all__ = ["MAX_KEYWORD_POSTINGS", "Connection", "SideStore", "SqlCondition",
            "chunks"]
+
+log = logging.getLogger("mnemonia")
 
 # bm25 ranking scores every memory a query word occurs in, so a word found in a large share of
 # a big store would make keyword search grow with the store. Query words are taken rarest
@@ -316,6 +320,12 @@ class SideStore:
         self._qmark = self.engine.dialect.paramstyle == "qmark"
         self._dbapi_error = self.engine.dialect.loaded_dbapi.Error
         self._lock = threading.RLock()
+        # deferred writes (:meth:`defer`): one writer thread, the last write handed to it, and
+        # per thread how deep it is in sessions of this store
+        self._writer: ThreadPoolExecutor | None = None
+        self._last_deferred: Future[None] | None = None
+        self._writer_lock = threading.Lock()
+        self._local = threading.local()
         # A SQLite file's identity (device, inode), taken on the first connection and checked
         # before every session and before every commit: a file deleted or replaced under an
         # open engine is noticed before anything more is written to (or read from) it.
@@ -437,6 +447,7 @@ class SideStore:
         self.check_file()  # before connecting: a new connection would make a new empty file
         conn = self._checkout()
         self._remember_file()
+        self._local.depth = getattr(self._local, "depth", 0) + 1
         try:
             with conn:
                 if transaction:
@@ -452,23 +463,61 @@ class SideStore:
                 raise StoreUnavailableError(f"the SQL store stopped answering: {e.orig}") from e
             # Rolled back as well: the caller gets a typed error and nothing is written.
             raise StoreError(f"the SQL store refused the operation: {e.orig}") from e
+        finally:
+            self._local.depth -= 1
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         """A connection in a transaction, committed on leaving (one writer at a time)."""
+        self._settle()
         with self._lock, self._session(True) as conn:
             yield conn
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
+        self._settle()
         with self._session(False) as conn:
             yield conn
+
+    # -- deferred writes -----------------------------------------------------------------
+    def defer(self, write: Callable[[Connection], None], what: str) -> None:
+        """``write(conn)`` in a transaction of its own on this store's writer thread, after
+        every write deferred before it; the caller does not wait (a recall's access counts
+        are written while its answer is used).
+
+        The process still reads its own writes: every session opened afterwards, on any
+        thread, first waits until the deferred writes have finished (a session opened
+        inside another one does not wait again: its outer one did). A write that fails is
+        rolled back and logged as a warning naming ``what``; it is not retried."""
+        def run() -> None:
+            self._local.depth = 1  # the writer's own session waits for nothing
+            try:
+                with self._lock, self._session(True) as conn:
+                    write(conn)
+            except Exception:
+                log.warning("%s failed and was not written", what, exc_info=True)
+            finally:
+                self._local.depth = 0
+
+        with self._writer_lock:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(max_workers=1,
+                                                  thread_name_prefix="mnemonia-writer")
+            self._last_deferred = self._writer.submit(run)
+
+    def _settle(self) -> None:
+        """Wait for the deferred writes handed over so far (not inside a session of this
+        thread, whose locks the writer may be waiting for)."""
+        last = self._last_deferred
+        if last is not None and not last.done() and not getattr(self._local, "depth", 0):
+            last.result()
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
         """A read-only transaction whose reads all see the store as it was at the start
         (SQLite WAL read transaction, PostgreSQL REPEATABLE READ): a long read such as an
         export stays consistent without blocking writers."""
+        self._settle()
         with self._session(False) as conn:
             if self.dialect == "postgresql":
                 conn.execution_options(isolation_level="REPEATABLE READ")
@@ -481,6 +530,11 @@ class SideStore:
                 yield conn
 
     def dispose(self) -> None:
+        """Finish the deferred writes, then close every pooled connection."""
+        with self._writer_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
         self.engine.dispose()
 
     # -- driver SQL ----------------------------------------------------------------------
