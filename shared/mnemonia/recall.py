@@ -85,6 +85,17 @@ class SeedInfo:
 
 
 @dataclass
+class KeywordSide:
+    """What recall reads before the query vector: the query's words (weighted, with their
+    related words), the keyword index's candidates, their rows and their stored vectors."""
+
+    query: KeywordQuery
+    hits: list[tuple[str, float]]
+    rows: dict[str, Any]
+    vectors: dict[str, np.ndarray]
+
+
+@dataclass
 class Candidates:
     """Everything recall has read: rows by id, seed information, cosines, seeds; after
     spreading, the activations."""
@@ -111,7 +122,7 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     if qvec is None:
         # The keyword side reads the side-store while the model embeds the query: both
         # release the GIL, so on two cores they overlap.
-        aside = rt.aside(_keyword_side, rt, req, qtok)
+        aside = rt.aside(_keyword_side, rt, req, col, qtok)
         try:
             qvec = query_vector(rt, req.query)
         except BaseException:
@@ -119,7 +130,7 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
             raise
         keywords = aside.result()
     else:
-        keywords = _keyword_side(rt, req, qtok)
+        keywords = _keyword_side(rt, req, col, qtok)
     with rt.reading() as conn:
         cands = _activate(rt, conn, col, req, qvec, qtok, keywords)
         hits = _score(rt, conn, req, cands)
@@ -150,10 +161,10 @@ def visible(r: Any, topic: str | None, superseded: bool = False) -> bool:
 
 
 # -- 1. dense + keyword candidates ------------------------------------------------------------
-def _keyword_side(rt: Runtime, req: RecallRequest, qtok: list[str]
-                  ) -> tuple[KeywordQuery, list[tuple[str, float]]]:
-    """The query's words (weighted, with their related words) and the keyword index's
-    candidates for them, read on a connection of its own."""
+def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) -> KeywordSide:
+    """The query's words and the keyword index's candidates with their rows and the stored
+    vectors of the visible ones, read on a connection of its own (none needs the query
+    vector, so this runs while the query is embedded)."""
     cfg = rt.config
     with rt.reading() as conn:
         kq = keyword_query(rt, conn, req.tenant, qtok, _tenant_size(rt, conn, req.tenant))
@@ -161,22 +172,25 @@ def _keyword_side(rt: Runtime, req: RecallRequest, qtok: list[str]
             conn, req.tenant, kq.search,
             cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
             max_postings=cfg.keyword_postings, docs=kq.docs)
-    return kq, hits
+        rows = rt.sql.rows(conn, req.tenant, [i for i, _ in hits], edges=True,
+                           where=req.where) if hits else {}
+        shown = [i for i, _ in hits
+                 if i in rows and visible(rows[i], req.topic, req.include_superseded)]
+        vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
+    return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors)
 
 
 def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                kw_hits: list[tuple[str, float]]) -> Candidates:
+                side: KeywordSide) -> Candidates:
     """Dense and keyword candidates, the dense pool widened until enough visible remain."""
     cfg = rt.config
-    c = Candidates()
+    c = Candidates(rows=dict(side.rows))
     n_dense = max(cfg.recall_initial_candidates * 2, 2 * req.k)
     while True:
         ids, sims = rt.vectors.query(col, qvec[None, :], n_dense)
         got = dict(zip(ids[0], sims[0], strict=True))
-        # one read for the dense and the keyword candidates
-        c.rows.update(rt.sql.rows(conn, req.tenant, [
-            i for i in (*got, *(i for i, _ in kw_hits)) if i not in c.rows], edges=True,
-            where=req.where))
+        c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
+                                  edges=True, where=req.where))
         shown = [i for i in got
                  if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
         if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
@@ -196,11 +210,8 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
             break
         n_dense = wider
     c.cos.update({i: got[i] for i in shown})
-    need_vec = [i for i, _ in kw_hits if i not in c.cos and i in c.rows
-                and visible(c.rows[i], req.topic, req.include_superseded)]
-    if need_vec:
-        vecs = rt.candidate_vectors(conn, col, need_vec)
-        c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
+    # the keyword candidates' cosines from their stored vectors (read beside the embedding)
+    c.cos.update({i: float(v @ qvec) for i, v in side.vectors.items() if i not in c.cos})
     return c
 
 
@@ -363,10 +374,9 @@ def _session_best(c: Candidates) -> dict[str, float]:
 
 
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-              qtok: list[str], keywords: tuple[KeywordQuery, list[tuple[str, float]]]
-              ) -> Candidates:
-    kq, kw_hits = keywords
-    c = _candidates(rt, conn, col, req, qvec, kw_hits)
+              qtok: list[str], side: KeywordSide) -> Candidates:
+    kq = side.query
+    c = _candidates(rt, conn, col, req, qvec, side)
     _fuse(rt, c, kq, req.floor)
     _context(rt, conn, col, req, qvec, kq, c)
     # 3. entities (only boosts that could reach the top k are worth reading)
