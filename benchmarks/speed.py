@@ -4,6 +4,7 @@ embedding with the same model, measured side by side in one run; prints ratios.
     .venv/bin/python benchmarks/speed.py --sizes 10000 100000 --queries 200
     .venv/bin/python benchmarks/speed.py --sizes 10000 100000 --enrich
     .venv/bin/python benchmarks/speed.py --sizes 1000000 --vectors --json out.json
+    .venv/bin/python benchmarks/speed.py --sizes 10000 --vectors --backend torch
 
 --enrich   session corpus (speakers, places, one-minute turns); recall is measured before and
            after the enrichment sweep (follows / same_entity / related_to relations).
@@ -28,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from mnemonia.embeddings import EMBEDDER_BACKENDS
 from rich.console import Console
 from speed_harness import run_speed
 
@@ -41,6 +43,8 @@ def main() -> None:
                     help="session corpus; recall again after the enrichment sweep")
     ap.add_argument("--vectors", action="store_true",
                     help="synthetic fill vectors (no fill text embedded)")
+    ap.add_argument("--backend", choices=EMBEDDER_BACKENDS,
+                    help="embedder backend of both sides (default: the shipped default)")
     ap.add_argument("--workdir", type=Path, help="where the temporary stores go")
     ap.add_argument("--keep", action="store_true", help="keep the stores")
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -48,7 +52,7 @@ def main() -> None:
     rows = run_speed(args.sizes, queries=args.queries, ingest_sample=args.ingest_sample,
                      cache_dir=Path(__file__).with_name(".cache"), enrich=args.enrich,
                      vectors=args.vectors, workdir=args.workdir, keep=args.keep,
-                     console=Console(width=200))
+                     console=Console(width=200), backend=args.backend)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

@@ -241,7 +241,7 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
 def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 1000,
               k: int = 3, console: Console | None = None, workdir: Path | None = None,
               cache_dir: Path | None = None, enrich: bool = False, vectors: bool = False,
-              keep: bool = False) -> list[dict[str, Any]]:
+              keep: bool = False, backend: str | None = None) -> list[dict[str, Any]]:
     """Measure, for each store size, recall p50/p95 and ingest throughput of Mnemonia and of a
     bare Chroma collection (same embedder, same vectors), and print the ratios.
 
@@ -252,7 +252,7 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     from mnemonia.embeddings import default_embedder
 
     console = console or Console()
-    embedder = default_embedder()
+    embedder = default_embedder() if backend is None else default_embedder(backend)
     embedder.embed_query("warm up")
     synth = None
     if vectors:
