@@ -65,6 +65,7 @@ DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.55
 DEFAULT_KEYWORD_DATES: bool = True
 DEFAULT_KEYWORD_IDF: bool = True
 DEFAULT_KEYWORD_EXPANSION: float = 0.45
+DEFAULT_KEYWORD_STEM_CREDIT: float = 0.8
 DEFAULT_SPEAKER_WEIGHT: float = 0.2
 DEFAULT_CONTEXT_WEIGHT: float = 0.5
 DEFAULT_CONTEXT_WINDOW: int = 2
@@ -165,6 +166,9 @@ class MnemoniaConfig:
     # A query word also matches the tenant's words whose word vectors reach this cosine,
     # credited (cos - t)/(1 - t) ("exercise" finds "yoga"); 0 turns it off.
     keyword_expansion: float = DEFAULT_KEYWORD_EXPANSION
+    # A query word also matches the tenant's words of the same Porter stem ("painted" finds
+    # "painting"), credited this much (or more, when their word vectors say so); 0: off.
+    keyword_stem_credit: float = DEFAULT_KEYWORD_STEM_CREDIT
     # A memory said by a speaker the query names gains this share of relevance.
     speaker_weight: float = DEFAULT_SPEAKER_WEIGHT
     # A memory's relevance is lifted by this share of the best relevance among the memories
@@ -416,6 +420,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "hybrid_keyword_weight": (0.0, 1.0, True, True),
     "initial_threshold": (0.0, 1.0, True, True),
     "keyword_expansion": (0.0, 1.0, True, False),
+    "keyword_stem_credit": (0.0, 1.0, True, True),
     "speaker_weight": (0.0, 1.0, True, True),
     "context_weight": (0.0, 1.0, True, True),
     "session_weight": (0.0, 1.0, True, True),

@@ -19,6 +19,7 @@ import numpy as np
 
 from mnemonia.runtime import Runtime, TermIndex
 from mnemonia.scoring import activation as act
+from mnemonia.scoring.stemming import stem
 from mnemonia.store.repository import Connection
 from mnemonia.store.schema import keyword_terms
 
@@ -63,7 +64,8 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     """The keyword side of a query with ``tokens`` over a tenant of ``size`` memories."""
     cfg = rt.config
     qtok = list(dict.fromkeys(tokens))
-    expansions = _expansions(rt, conn, qtok) if cfg.keyword_expansion > 0 else {}
+    expansions = _expansions(rt, conn, qtok) \
+        if cfg.keyword_expansion > 0 or cfg.keyword_stem_credit > 0 else {}
     related = sorted({u for e in expansions.values() for u in e})
     read = bool(cfg.keyword_idf or related)
     df = rt.sql.term_docs(conn, tenant, [*qtok, *related]) if read else {}
@@ -134,26 +136,53 @@ def _similarities(words: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 
 def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
                 ) -> dict[str, dict[str, float]]:
-    """``{query word: {related word: credit}}`` over the store's word vectors (each query
-    word's expansion is kept until enrichment stores new words)."""
+    """``{query word: {related word: credit}}`` over the store's words: those whose word
+    vectors are near (``keyword_expansion``) and those of the same stem
+    (``keyword_stem_credit``). Each query word's expansion is kept until enrichment stores
+    new words."""
     idx = term_index(rt, conn)
-    if idx.matrix is None:
+    if not idx.terms:
         return {}
     words = content_words(qtok)
     known = rt.word_expansions
     todo = [w for w in words if w not in known]
     if todo:
-        theta = rt.config.keyword_expansion
-        sims = _similarities(_word_vectors(rt, idx, todo), idx.matrix)
-        n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
-        for row, word in zip(sims, todo, strict=True):
-            top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] \
-                else np.arange(row.shape[0])
-            known[word] = {idx.terms[j]: act.expansion_credit(float(row[j]), theta)
-                           for j in top.tolist() if row[j] >= theta and idx.terms[j] != word}
+        cfg = rt.config
+        for word, related in zip(todo, _near_words(rt, idx, todo), strict=True):
+            if cfg.keyword_stem_credit > 0:
+                for u in _stem_groups(idx).get(stem(word), ()):
+                    if u != word and related.get(u, 0.0) < cfg.keyword_stem_credit:
+                        related[u] = cfg.keyword_stem_credit
+            known[word] = related
         while len(known) > WORD_CACHE:
             del known[next(iter(known))]
     return {w: known[w] for w in words if known[w]}
+
+
+def _near_words(rt: Runtime, idx: TermIndex, words: list[str]) -> list[dict[str, float]]:
+    """Per word, the stored words whose word vectors reach ``keyword_expansion`` (at most
+    :data:`EXPANSIONS_PER_WORD`), with their credit; none when expansion is off."""
+    theta = rt.config.keyword_expansion
+    if theta <= 0 or idx.matrix is None:
+        return [{} for _ in words]
+    sims = _similarities(_word_vectors(rt, idx, words), idx.matrix)
+    n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
+    out = []
+    for row, word in zip(sims, words, strict=True):
+        top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] else np.arange(row.shape[0])
+        out.append({idx.terms[j]: act.expansion_credit(float(row[j]), theta)
+                    for j in top.tolist() if row[j] >= theta and idx.terms[j] != word})
+    return out
+
+
+def _stem_groups(idx: TermIndex) -> dict[str, list[str]]:
+    """``{Porter stem: the stored words with it}``, built on first use per word index."""
+    if idx.stems is None:
+        groups: dict[str, list[str]] = {}
+        for t in idx.terms:
+            groups.setdefault(stem(t), []).append(t)
+        idx.stems = groups
+    return idx.stems
 
 
 def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> int:

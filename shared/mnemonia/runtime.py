@@ -58,6 +58,7 @@ class TermIndex:
     terms: list[str]
     matrix: np.ndarray | None
     position: dict[str, int]
+    stems: dict[str, list[str]] | None = None  # {Porter stem: its terms}, built when asked
 
 
 @dataclass

@@ -75,6 +75,7 @@ def test_names_speaker_and_context_lift() -> None:
 
 @pytest.mark.parametrize(("key", "value"), [
     ("keyword_expansion", 1.0), ("keyword_expansion", -0.1), ("speaker_weight", 1.5),
+    ("keyword_stem_credit", 1.5), ("keyword_stem_credit", -0.1),
     ("context_weight", -0.2), ("context_window", -1), ("keyword_idf", "yes"),
     ("session_weight", 1.2), ("session_weight", -0.1)])
 def test_new_recall_keys_are_checked(key: str, value: object) -> None:
@@ -115,15 +116,23 @@ def test_a_query_word_matches_related_words_after_enrichment(tmp_path: Path,
                                                              clock: ManualClock) -> None:
     # the hashing embedder's word vectors are far apart ("painting" / "paintings" 0.29):
     # a threshold on its scale
-    with _open(tmp_path, clock, keyword_expansion=0.25) as engine:
+    with _open(tmp_path, clock, keyword_expansion=0.25, keyword_stem_credit=0.0) as engine:
         painted = engine.add("she showed me her watercolour paintings", tenant="t").id
         for i in range(5):
             engine.add(f"the weather report for day {i} says rain", tenant="t")
         engine.enrich(tenant="t")  # word vectors for the words memories use
         res = engine.recall("painting", tenant="t", k=3, min_activation=0, touch=False)
         assert res.ids[0] == painted
-        assert 0 < _hit(res, painted).explanation.keyword < 1  # credit, not a full match
-    with _open(tmp_path, clock, keyword_expansion=0.0) as engine:
+        by_vectors = _hit(res, painted).explanation.keyword
+        assert 0 < by_vectors < 0.8  # credit, not a full match
+    # the same stem ("paint") credits keyword_stem_credit, with or without the word vectors
+    for expansion in (0.0, 0.25):
+        with _open(tmp_path, clock, keyword_expansion=expansion,
+                   keyword_stem_credit=0.8) as engine:
+            res = engine.recall("painting", tenant="t", k=3, min_activation=0, touch=False)
+            assert res.ids[0] == painted
+            assert _hit(res, painted).explanation.keyword == pytest.approx(0.8)
+    with _open(tmp_path, clock, keyword_expansion=0.0, keyword_stem_credit=0.0) as engine:
         res = engine.recall("painting", tenant="t", k=3, min_activation=0, touch=False)
         assert _hit(res, painted).explanation.keyword == 0.0
 
