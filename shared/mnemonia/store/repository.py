@@ -487,8 +487,10 @@ class SideStore:
 
         The process still reads its own writes: every session opened afterwards, on any
         thread, first waits until the deferred writes have finished (a session opened
-        inside another one does not wait again: its outer one did). A write that fails is
-        rolled back and logged as a warning naming ``what``; it is not retried."""
+        inside another one does not wait again: its outer one did). Another process, or a
+        connection not opened here, may see the write a moment after the caller returned.
+        A write that fails is rolled back and logged as a warning naming ``what``; it is
+        not retried."""
         def run() -> None:
             self._local.depth = 1  # the writer's own session waits for nothing
             try:
