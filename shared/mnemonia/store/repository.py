@@ -492,14 +492,12 @@ class SideStore:
         A write that fails is rolled back and logged as a warning naming ``what``; it is
         not retried."""
         def run() -> None:
-            self._local.depth = 1  # the writer's own session waits for nothing
             try:
+                # not begin(): its _settle() would wait for this very write
                 with self._lock, self._session(True) as conn:
                     write(conn)
             except Exception:
                 log.warning("%s failed and was not written", what, exc_info=True)
-            finally:
-                self._local.depth = 0
 
         with self._writer_lock:
             if self._writer is None:
@@ -1666,7 +1664,7 @@ class SideStore:
             # seq alone narrows the index range; the id breaks ties (imports may share a seq)
             cond.append("m.seq <= ? AND (m.seq < ? OR m.id < ?)")
             params += [after[0], after[0], after[1]]
-        where = " AND ".join(["m.tenant = ?", f"{_COMMITTED_SQL}", *cond])
+        where = " AND ".join(["m.tenant = ?", _COMMITTED_SQL, *cond])
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, m.seq AS cursor_seq, m.id AS "
                           f"cursor_id FROM memories AS m WHERE {where} "
                           "ORDER BY m.seq DESC, m.id DESC LIMIT ?",
@@ -1684,7 +1682,7 @@ class SideStore:
             more.append("k.rowid < ?")
             extra.append(after[0])
         where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?",
-                              f"{_COMMITTED_SQL}",
+                              _COMMITTED_SQL,
                               *more])
         return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, k.rowid AS cursor_seq, m.id AS "
                           "cursor_id FROM memories_kw AS k CROSS JOIN memories AS m "
