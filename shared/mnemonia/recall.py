@@ -118,21 +118,25 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     if not req.query:
         return _entity_recall(rt, req)
     qtok = act.query_tokens(req.query)
+    n_dense = max(rt.config.recall_initial_candidates * 2, 2 * req.k)
     qvec = rt.query_cache.get(req.query)
     if qvec is None:
-        # The keyword side reads the side-store while the model embeds the query: both
+        # The keyword side reads the side-store while the model embeds the query, and Chroma
+        # finds the nearest neighbours while it finishes: model, Chroma and the side-store
         # release the GIL, so on two cores they overlap.
         aside = rt.aside(_keyword_side, rt, req, col, qtok)
         try:
             qvec = query_vector(rt, req.query)
+            dense = _nearest(rt, col, qvec, n_dense)
         except BaseException:
             futures.wait([aside])
             raise
         keywords = aside.result()
     else:
+        dense = _nearest(rt, col, qvec, n_dense)
         keywords = _keyword_side(rt, req, col, qtok)
     with rt.reading() as conn:
-        cands = _activate(rt, conn, col, req, qvec, qtok, keywords)
+        cands = _activate(rt, conn, col, req, qvec, qtok, keywords, dense)
         hits = _score(rt, conn, req, cands)
     top = hits[:req.k]
     top_ids = {h.memory.id for h in top}
@@ -180,15 +184,19 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
     return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors)
 
 
+def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int) -> tuple[int, dict[str, float]]:
+    """``(n, {id: cosine})``: the query's ``n`` nearest neighbours, best first."""
+    ids, sims = rt.vectors.query(col, qvec[None, :], n)
+    return n, dict(zip(ids[0], sims[0], strict=True))
+
+
 def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                side: KeywordSide) -> Candidates:
-    """Dense and keyword candidates, the dense pool widened until enough visible remain."""
-    cfg = rt.config
+                side: KeywordSide, dense: tuple[int, dict[str, float]]) -> Candidates:
+    """Dense and keyword candidates, the dense pool (``dense``: the first round of
+    :func:`_nearest`) widened until enough visible remain."""
     c = Candidates(rows=dict(side.rows))
-    n_dense = max(cfg.recall_initial_candidates * 2, 2 * req.k)
+    n_dense, got = dense
     while True:
-        ids, sims = rt.vectors.query(col, qvec[None, :], n_dense)
-        got = dict(zip(ids[0], sims[0], strict=True))
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
                                   edges=True, where=req.where))
         shown = [i for i in got
@@ -197,18 +205,19 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
             break
         if req.where is None:
             n_dense *= 4
-            continue
-        # a filter: widen as far as its share of the neighbours says (twice over); when that
-        # is far, a selective filter is cheaper read by SQL and ranked exactly
-        wider = max(n_dense * 4, math.ceil(2 * n_dense * req.k / max(1, len(shown))))
-        exact = _prefiltered(rt, conn, col, req, qvec, n_dense, c) \
-            if wider > PREFILTER_LIMIT else None
-        if exact is not None:
-            got = exact
-            shown = [i for i in got
-                     if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
-            break
-        n_dense = wider
+        else:
+            # a filter: widen as far as its share of the neighbours says (twice over); when
+            # that is far, a selective filter is cheaper read by SQL and ranked exactly
+            wider = max(n_dense * 4, math.ceil(2 * n_dense * req.k / max(1, len(shown))))
+            exact = _prefiltered(rt, conn, col, req, qvec, n_dense, c) \
+                if wider > PREFILTER_LIMIT else None
+            if exact is not None:
+                got = exact
+                shown = [i for i in got
+                         if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
+                break
+            n_dense = wider
+        n_dense, got = _nearest(rt, col, qvec, n_dense)
     c.cos.update({i: got[i] for i in shown})
     # the keyword candidates' cosines from their stored vectors (read beside the embedding)
     c.cos.update({i: float(v @ qvec) for i, v in side.vectors.items() if i not in c.cos})
@@ -374,9 +383,10 @@ def _session_best(c: Candidates) -> dict[str, float]:
 
 
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-              qtok: list[str], side: KeywordSide) -> Candidates:
+              qtok: list[str], side: KeywordSide, dense: tuple[int, dict[str, float]]
+              ) -> Candidates:
     kq = side.query
-    c = _candidates(rt, conn, col, req, qvec, side)
+    c = _candidates(rt, conn, col, req, qvec, side, dense)
     _fuse(rt, c, kq, req.floor)
     _context(rt, conn, col, req, qvec, kq, c)
     # 3. entities (only boosts that could reach the top k are worth reading)
