@@ -254,9 +254,13 @@ def weighted_word_scorer(weights: Mapping[str, float],
 
         return nothing
 
+    credited = frozenset(credit)
+
     def score(text_words: AbstractSet[str]) -> float:
         best: dict[str, float] = {}
-        for u in credit.keys() & text_words:
+        # (with a set, intersection walks the smaller side: a text has few words, an
+        # expanded query many)
+        for u in credited.intersection(text_words):
             for t, cr in credit[u].items():
                 if cr > best.get(t, 0.0):
                     best[t] = cr
