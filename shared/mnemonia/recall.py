@@ -818,18 +818,24 @@ def _score(rt: Runtime, conn: Connection, req: RecallRequest, c: Candidates) -> 
 
 def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
            ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """``{id: (the memories it contradicts, those it supersedes)}``, each memory's read once
+    and kept (:meth:`Runtime.links_of`) until a write that changes its relations."""
+
+    def read(ask: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+        contra: dict[str, set[str]] = {m: set() for m in ask}
+        sup: dict[str, set[str]] = {m: set() for m in ask}
+        for src, dst, rtype, _ in rt.sql.typed_links(conn, tenant, ask, HIDDEN_RELATIONS):
+            if rtype == "contradicts":
+                for one, other in ((src, dst), (dst, src)):
+                    if one in contra:
+                        contra[one].add(other)
+            elif src in sup:
+                sup[src].add(dst)
+        return {m: (tuple(sorted(contra[m])), tuple(sorted(sup[m]))) for m in ask}
+
     if not ids:
         return {}
-    contra: dict[str, list[str]] = {}
-    sup: dict[str, list[str]] = {}
-    for src, dst, rtype, _ in rt.sql.typed_links(conn, tenant, ids, HIDDEN_RELATIONS):
-        if rtype == "contradicts":
-            contra.setdefault(src, []).append(dst)
-            contra.setdefault(dst, []).append(src)
-        else:
-            sup.setdefault(src, []).append(dst)
-    return {i: (tuple(dict.fromkeys(contra.get(i, ()))), tuple(sup.get(i, ())))
-            for i in ids}
+    return rt.links_of(tenant, "hidden", ids, read)
 
 
 def summary(text: str, limit: int = SUMMARY_CHARS) -> str:

@@ -97,6 +97,29 @@ def test_contradictions_and_supersessions_are_rendered_with_id_and_summary(
         in both.render()
 
 
+def test_links_a_hit_reports_follow_later_writes(engine: MemoryEngine) -> None:
+    """Recall keeps what it read of a memory's contradictions; a later relation, a new
+    memory's contradiction and a hard forget are each seen by the next recall."""
+    meet = engine.add("The team meeting is on Monday at 10", tenant="t")
+    ask = {"tenant": "t", "k": 3, "min_activation": 0, "touch": False}
+
+    def links_of(mid: str) -> list[tuple[str, str]]:
+        hits = {h.id: h for h in engine.recall("when is the team meeting?", **ask).memories}
+        return [(x.kind, x.id) for x in hits[mid].explanation.links]
+
+    assert links_of(meet.id) == []  # read (and kept) with no contradiction
+    clash = engine.add("The team meeting moved to Tuesday at 11", tenant="t")
+    assert links_of(meet.id) == []
+    engine.relate(clash.id, meet.id, "contradicts", tenant="t")
+    assert links_of(meet.id) == [("contradicts", clash.id)]
+    later = engine.add("No, the team meeting is on Wednesday", tenant="t")
+    engine.relate(meet.id, later.id, "contradicts", tenant="t")
+    assert sorted(links_of(meet.id)) == sorted([("contradicts", clash.id),
+                                                ("contradicts", later.id)])
+    engine.forget(clash.id, tenant="t", hard=True)
+    assert links_of(meet.id) == [("contradicts", later.id)]
+
+
 def test_a_long_linked_memory_is_summarised_on_one_line(engine: MemoryEngine) -> None:
     long_text = ("The offsite is planned for the second week of June in the mountains, with "
                  "hiking on the first day and workshops after that\nsecond line")
