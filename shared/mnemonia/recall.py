@@ -93,6 +93,10 @@ class KeywordSide:
     hits: list[tuple[str, float]]
     rows: dict[str, Any]
     vectors: dict[str, np.ndarray]
+    # of the visible candidates: the query-only part of their relevance (keyword score, and
+    # whether the query names their speaker), and their session neighbours
+    parts: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    around: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -181,7 +185,12 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
         shown = [i for i, _ in hits
                  if i in rows and visible(rows[i], req.topic, req.include_superseded)]
         vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
-    return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors)
+        side = KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors)
+        side.parts = {i: keyword_part(rt, rows[i], kq) for i in vectors}
+        if cfg.context_weight > 0 and cfg.context_window > 0 and vectors:
+            side.around = _session_neighbours(rt, conn, req, set(vectors),
+                                              cfg.context_window, rows)
+    return side
 
 
 def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int) -> tuple[int, dict[str, float]]:
@@ -272,22 +281,31 @@ def keyword_words(rt: Runtime, r: Any) -> tuple[frozenset[str], str | None]:
     return words, speaker
 
 
-def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery) -> tuple[float, float]:
-    """``(keyword, fused)`` of one memory row: cosine fused with the keyword score, plus
-    ``speaker_weight`` when the query names the memory's speaker (at most 1)."""
-    cfg = rt.config
+def keyword_part(rt: Runtime, r: Any, kq: KeywordQuery) -> tuple[float, bool]:
+    """``(keyword score, whether the query names the speaker)`` of one memory row: the part
+    of its relevance that needs no query vector."""
     words, speaker = keyword_words(rt, r)
-    kw = kq.score_words(words)
+    return kq.score_words(words), speaker is not None and kq.names(speaker)
+
+
+def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery,
+              part: tuple[float, bool] | None = None) -> tuple[float, float]:
+    """``(keyword, fused)`` of one memory row: cosine fused with the keyword score, plus
+    ``speaker_weight`` when the query names the memory's speaker (at most 1). ``part``: its
+    :func:`keyword_part`, when already known."""
+    cfg = rt.config
+    kw, named = keyword_part(rt, r, kq) if part is None else part
     fused = act.fuse(max(0.0, cosine), kw, keyword_weight=cfg.hybrid_keyword_weight)
-    if cfg.speaker_weight > 0 and speaker is not None and kq.names(speaker):
+    if cfg.speaker_weight > 0 and named:
         fused = min(1.0, fused + cfg.speaker_weight)
     return kw, fused
 
 
-def _fuse(rt: Runtime, c: Candidates, kq: KeywordQuery, floor: float) -> None:
+def _fuse(rt: Runtime, c: Candidates, side: KeywordSide, floor: float) -> None:
     cfg = rt.config
+    kq, parts = side.query, side.parts
     for mid, cos in c.cos.items():
-        kw, fused = relevance(rt, c.rows[mid], cos, kq)
+        kw, fused = relevance(rt, c.rows[mid], cos, kq, parts.get(mid))
         c.info[mid] = SeedInfo(cosine=cos, keyword=kw, seed=fused, fused=fused)
         if fused >= cfg.initial_threshold or floor == 0:
             c.seeds[mid] = fused
@@ -330,7 +348,7 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
 
 
 def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-             kq: KeywordQuery, c: Candidates) -> None:
+             side: KeywordSide, c: Candidates) -> None:
     """Step 2b: each candidate's relevance is lifted by the best relevance among the
     memories at most ``context_window`` turns from it in its session
     (:func:`mnemonia.scoring.activation.context_lift`); those neighbours are scored too and
@@ -339,8 +357,12 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     neighbours = cfg.context_weight > 0 and cfg.context_window > 0
     if not c.info or not (neighbours or cfg.session_weight > 0):
         return
-    around = _session_neighbours(rt, conn, req, set(c.info), cfg.context_window, c.rows) \
-        if neighbours else {}
+    kq = side.query
+    around: dict[str, set[str]] = {}
+    if neighbours:  # the keyword candidates' were read beside the query embedding
+        around = {m: side.around[m] for m in c.info if m in side.around}
+        around.update(_session_neighbours(rt, conn, req, set(c.info) - set(around),
+                                          cfg.context_window, c.rows))
     # new memories are read around the strongest candidates only
     sources = sorted(c.info, key=lambda m: (-c.info[m].fused, m))[:CONTEXT_SOURCES]
     new = sorted({n for m in sources for n in around.get(m, ())} - set(c.info))
@@ -387,8 +409,8 @@ def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec:
               ) -> Candidates:
     kq = side.query
     c = _candidates(rt, conn, col, req, qvec, side, dense)
-    _fuse(rt, c, kq, req.floor)
-    _context(rt, conn, col, req, qvec, kq, c)
+    _fuse(rt, c, side, req.floor)
+    _context(rt, conn, col, req, qvec, side, c)
     # 3. entities (only boosts that could reach the top k are worth reading)
     if isinstance(req.weights, modes_mod.LifecyclePrior):  # use counts and cue matches
         c.cues = cue_index(rt, conn, req.tenant)
