@@ -1416,10 +1416,12 @@ def repair_imports(rt: Runtime) -> None:
 
 
 def _term_vectors(rt: Runtime, tenant: str) -> None:
-    """Word vectors for the words of the tenant's memories (recall's keyword expansion; a
-    cache, not part of the file): after the import, outside its transaction."""
+    """Word vectors for the words of the tenant's enriched memories (recall's keyword
+    expansion; a cache, not part of the file): after the import, outside its transaction.
+    Enrichment stores them (ingest), so a memory it has not run on yet gets them when it
+    does, as in the store the file came from: the imported store recalls like that one."""
     with rt.writing() as conn:
-        ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"])]
+        ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"], enriched=True)]
         for part in chunks(ids):
             rows = rt.sql.rows(conn, tenant, list(part))
             store_term_vectors(rt, conn, [row_embed_text(r) for r in rows.values()])

@@ -157,6 +157,35 @@ def test_round_trip_keeps_forgotten_and_superseded_out_of_recall(rich: Rich,
             assert types == {r.type for r in src.relations("a-ok", tenant="alice")}
 
 
+def test_a_store_not_yet_enriched_recalls_the_same_after_a_round_trip(tmp_path: Path) -> None:
+    """Word vectors (recall's keyword expansion) are stored by enrichment: an import stores
+    those of the memories the source had enriched, and enrichment the others later, as it
+    would have in the source; so the copy recalls like the source, before and after."""
+    texts = {"alice": ["notes about garden garden"],
+             "bob": ["notes about river python", "notes about forest forest"]}
+    query = "notes about garden piano"
+
+    def answer(e: Any) -> list[Any]:
+        return [(h.id, h.score, h.explanation.keyword)
+                for h in e.recall(query, tenant="bob", k=4, min_activation=0,
+                                  touch=False).memories]
+
+    embedder = CountingEmbedder()
+    with open_store(tmp_path / "source", START) as src, \
+            open_store(tmp_path / "copy", START, embedder) as copy:
+        for tenant, group in texts.items():
+            for text in group:
+                src.add(text, tenant=tenant)
+        src.export(tmp_path / "backup.jsonl")
+        copy.import_(tmp_path / "backup.jsonl")
+        assert embedder.words == 0  # nothing enriched yet: no word vectors either
+        assert answer(copy) == answer(src)
+        src.enrich(tenant="bob")
+        copy.enrich(tenant="bob")
+        assert embedder.words > 0
+        assert answer(copy) == answer(src)
+
+
 def test_single_tenant_export_and_import(rich: Rich, tmp_path: Path) -> None:
     with open_store(rich.folder, rich.now) as e:
         assert e.export(tmp_path / "bob.jsonl", tenant="bob") == 2
