@@ -48,6 +48,7 @@ from mnemonia.errors import (
 from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.scoring.sm2 import SM2State
+from mnemonia.store.retry import first_then
 from mnemonia.store.schema import (
     ITEM_KEY,
     MIGRATIONS,
@@ -390,7 +391,11 @@ class SideStore:
 
     def _checkout(self) -> Connection:
         """A pooled connection. Reaching a database server goes through tenacity (exponential
-        backoff with jitter, bounded); when the attempts run out: StoreUnavailableError."""
+        backoff with jitter, bounded) once a first attempt failed; when the attempts run out:
+        StoreUnavailableError."""
+        return first_then(self.engine.connect, self._connect_retrying)
+
+    def _connect_retrying(self, connect: Callable[[], Connection]) -> Connection:
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
             wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
@@ -398,7 +403,7 @@ class SideStore:
             reraise=False,
         )
         try:
-            return retrying(self.engine.connect)
+            return retrying(connect)
         except RetryError as e:
             last = e.last_attempt.exception()
             raise StoreUnavailableError(

@@ -25,6 +25,7 @@ from tenacity import (
 )
 
 from mnemonia.errors import InvalidInputError, StoreError, StoreUnavailableError
+from mnemonia.store.retry import first_then
 
 __all__ = ["VectorIndex", "collection_name"]
 
@@ -119,6 +120,9 @@ class VectorIndex:
 
     # -- retries ---------------------------------------------------------------------------
     def _call(self, fn: Callable[[], T]) -> T:
+        return first_then(fn, self._retrying)
+
+    def _retrying(self, fn: Callable[[], T]) -> T:
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
             wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
