@@ -120,6 +120,24 @@ def _opt_dt(ts: float | None) -> datetime | None:
     return None if ts is None else from_ts(ts)
 
 
+# Values shared by the rows that hold the same (both are immutable): most memories have the
+# starting SM-2 state, and the entity lists of a tenant repeat. Bounded (least recently used
+# go first); keyed by type too, so an int and an equal float never share a value.
+_SHARED_VALUES = 4096
+
+
+@functools.lru_cache(maxsize=_SHARED_VALUES, typed=True)
+def _sm2(easiness: float, interval_days: int, repetitions: int, next_review: float | None,
+         last_quality: int) -> SM2State:
+    return SM2State(easiness=easiness, interval_days=interval_days, repetitions=repetitions,
+                    next_review=_opt_dt(next_review), last_quality=last_quality)
+
+
+@functools.lru_cache(maxsize=_SHARED_VALUES, typed=True)
+def _entities(stored: str) -> tuple[str, ...]:
+    return tuple(json.loads(stored))
+
+
 @dataclass(frozen=True)
 class SqlCondition:
     """A boolean SQL expression over a ``memories`` row (alias ``m``), written with ``?``
@@ -980,12 +998,11 @@ class SideStore:
         """The :class:`~mnemonia.models.Memory` of a ``memories`` row."""
         return Memory(
             id=r.id, tenant=r.tenant, text=r.text, kind=r.kind, topic=r.topic,
-            entities=tuple(json.loads(r.entities)), importance=r.importance,
+            entities=_entities(r.entities), importance=r.importance,
             created_at=from_ts(r.created_at), accessed_at=from_ts(r.accessed_at),
             access_count=r.access_count, stability=r.stability,
-            sm2=SM2State(easiness=r.easiness, interval_days=r.interval_days,
-                         repetitions=r.repetitions, next_review=_opt_dt(r.next_review),
-                         last_quality=r.last_quality),
+            sm2=_sm2(r.easiness, r.interval_days, r.repetitions, r.next_review,
+                     r.last_quality),
             utility=r.utility, state=r.state, pinned=bool(r.pinned),
             deleted_at=_opt_dt(r.deleted_at), superseded_by=r.superseded_by,
             consolidated_into=r.consolidated_into, session_id=r.session_id,
