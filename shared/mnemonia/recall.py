@@ -184,12 +184,14 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
                            where=req.where) if hits else {}
         shown = [i for i, _ in hits
                  if i in rows and visible(rows[i], req.topic, req.include_superseded)]
-        vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
-        side = KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors)
-        side.parts = {i: keyword_part(rt, rows[i], kq) for i in vectors}
-        if cfg.context_weight > 0 and cfg.context_window > 0 and vectors:
-            side.around = _session_neighbours(rt, conn, req, set(vectors),
+        # the Python work first, the vectors' read (which releases the GIL) last: the query
+        # vector is due by then, and the nearest neighbours are asked for on the main thread
+        side = KeywordSide(query=kq, hits=hits, rows=rows, vectors={})
+        side.parts = {i: keyword_part(rt, rows[i], kq) for i in shown}
+        if cfg.context_weight > 0 and cfg.context_window > 0 and shown:
+            side.around = _session_neighbours(rt, conn, req, set(shown),
                                               cfg.context_window, rows)
+        side.vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
     return side
 
 
