@@ -186,13 +186,12 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
                  if i in rows and visible(rows[i], req.topic, req.include_superseded)]
         # the Python work first, the vectors' read (which releases the GIL) last: the query
         # vector is due by then, and the nearest neighbours are asked for on the main thread
-        side = KeywordSide(query=kq, hits=hits, rows=rows, vectors={})
-        side.parts = {i: keyword_part(rt, rows[i], kq) for i in shown}
-        if cfg.context_weight > 0 and cfg.context_window > 0 and shown:
-            side.around = _session_neighbours(rt, conn, req, set(shown),
-                                              cfg.context_window, rows)
-        side.vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
-    return side
+        parts = {i: keyword_part(rt, rows[i], kq) for i in shown}
+        around = _session_neighbours(rt, conn, req, set(shown), cfg.context_window, rows) \
+            if cfg.context_weight > 0 and cfg.context_window > 0 and shown else {}
+        vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
+    return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors, parts=parts,
+                       around=around)
 
 
 def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int) -> tuple[int, dict[str, float]]:
@@ -285,9 +284,11 @@ def keyword_words(rt: Runtime, r: Any) -> tuple[frozenset[str], str | None]:
 
 def keyword_part(rt: Runtime, r: Any, kq: KeywordQuery) -> tuple[float, bool]:
     """``(keyword score, whether the query names the speaker)`` of one memory row: the part
-    of its relevance that needs no query vector."""
+    of its relevance that needs no query vector (the speaker is only looked at when
+    ``speaker_weight`` counts it)."""
     words, speaker = keyword_words(rt, r)
-    return kq.score_words(words), speaker is not None and kq.names(speaker)
+    named = rt.config.speaker_weight > 0 and speaker is not None and kq.names(speaker)
+    return kq.score_words(words), named
 
 
 def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery,
@@ -298,7 +299,7 @@ def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery,
     cfg = rt.config
     kw, named = keyword_part(rt, r, kq) if part is None else part
     fused = act.fuse(max(0.0, cosine), kw, keyword_weight=cfg.hybrid_keyword_weight)
-    if cfg.speaker_weight > 0 and named:
+    if named:
         fused = min(1.0, fused + cfg.speaker_weight)
     return kw, fused
 
