@@ -6,7 +6,7 @@ side effects. Scoring formulas come from the pure :mod:`mnemonia.scoring` core.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,6 +23,7 @@ from mnemonia.runtime import CueIndex, EntityIndex, Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
+from mnemonia.store.exact import ExactScores
 from mnemonia.store.repository import Connection, SqlCondition
 from mnemonia.validation import embed_text, row_embed_text, row_speaker
 
@@ -112,6 +113,7 @@ class Candidates:
     logits: dict[str, float] = field(default_factory=dict)  # the reranker's, when one ran
     cues: CueIndex | None = None  # the tenant's use cues and use counts
     cue_sims: dict[str, float] = field(default_factory=dict)  # best cue cosine per memory
+    exact: ExactScores | None = None  # every memory's cosine, for a mirrored collection
 
 
 def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
@@ -131,16 +133,18 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
         aside = rt.aside(_keyword_side, rt, req, col, qtok)
         try:
             qvec = query_vector(rt, req.query)
-            dense = _nearest(rt, col, qvec, n_dense)
+            exact = rt.vectors.scores(col, qvec)
+            dense = _nearest(rt, col, qvec, n_dense, exact)
         except BaseException:
             futures.wait([aside])
             raise
         keywords = aside.result()
     else:
-        dense = _nearest(rt, col, qvec, n_dense)
+        exact = rt.vectors.scores(col, qvec)
+        dense = _nearest(rt, col, qvec, n_dense, exact)
         keywords = _keyword_side(rt, req, col, qtok)
     with rt.reading() as conn:
-        cands = _activate(rt, conn, col, req, qvec, qtok, keywords, dense)
+        cands = _activate(rt, conn, col, req, qvec, qtok, keywords, dense, exact)
         hits = _score(rt, conn, req, cands)
     top = hits[:req.k]
     top_ids = {h.memory.id for h in top}
@@ -189,22 +193,47 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
         parts = {i: keyword_part(rt, rows[i], kq) for i in shown}
         around = _session_neighbours(rt, conn, req, set(shown), cfg.context_window, rows) \
             if cfg.context_weight > 0 and cfg.context_window > 0 and shown else {}
-        vectors = rt.candidate_vectors(conn, col, shown) if shown else {}
+        # (a mirrored collection gives every cosine with the query: nothing to read)
+        vectors = rt.candidate_vectors(conn, col, shown) \
+            if shown and not rt.vectors.mirrored(col) else {}
     return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors, parts=parts,
                        around=around)
 
 
-def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int) -> tuple[int, dict[str, float]]:
-    """``(n, {id: cosine})``: the query's ``n`` nearest neighbours, best first."""
-    ids, sims = rt.vectors.query(col, qvec[None, :], n)
-    return n, dict(zip(ids[0], sims[0], strict=True))
+def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int, exact: ExactScores | None
+             ) -> tuple[int, dict[str, float]]:
+    """``(n, {id: cosine})``: the query's ``n`` nearest neighbours, best first (exact for a
+    mirrored collection, else Chroma's HNSW answer)."""
+    if exact is not None:
+        ids, sims = exact.top(n)
+        return n, dict(zip(ids, sims, strict=True))
+    found, cosines = rt.vectors.query(col, qvec[None, :], n)
+    return n, dict(zip(found[0], cosines[0], strict=True))
+
+
+def _cosines(rt: Runtime, conn: Connection, col: Any, qvec: np.ndarray, ids: Sequence[str],
+             exact: ExactScores | None, read: Mapping[str, np.ndarray] | None = None
+             ) -> dict[str, float]:
+    """``{id: cosine with the query}`` of ``ids``: from the exact scores of a mirrored
+    collection, else (and for any it lacks) from their stored vectors (``read``: those
+    already read)."""
+    out = exact.of(ids) if exact is not None else {}
+    rest = [i for i in ids if i not in out]
+    if rest:
+        vecs = {i: read[i] for i in rest if i in read} if read else {}
+        need = [i for i in rest if i not in vecs]
+        if need:
+            vecs.update(rt.candidate_vectors(conn, col, need))
+        out.update({i: float(v @ qvec) for i, v in vecs.items()})
+    return out
 
 
 def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                side: KeywordSide, dense: tuple[int, dict[str, float]]) -> Candidates:
+                side: KeywordSide, dense: tuple[int, dict[str, float]],
+                exact: ExactScores | None) -> Candidates:
     """Dense and keyword candidates, the dense pool (``dense``: the first round of
     :func:`_nearest`) widened until enough visible remain."""
-    c = Candidates(rows=dict(side.rows))
+    c = Candidates(rows=dict(side.rows), exact=exact)
     n_dense, got = dense
     while True:
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
@@ -219,18 +248,20 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
             # a filter: widen as far as its share of the neighbours says (twice over); when
             # that is far, a selective filter is cheaper read by SQL and ranked exactly
             wider = max(n_dense * 4, math.ceil(2 * n_dense * req.k / max(1, len(shown))))
-            exact = _prefiltered(rt, conn, col, req, qvec, n_dense, c) \
+            ranked = _prefiltered(rt, conn, col, req, qvec, n_dense, c) \
                 if wider > PREFILTER_LIMIT else None
-            if exact is not None:
-                got = exact
+            if ranked is not None:
+                got = ranked
                 shown = [i for i in got
                          if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
                 break
             n_dense = wider
-        n_dense, got = _nearest(rt, col, qvec, n_dense)
+        n_dense, got = _nearest(rt, col, qvec, n_dense, exact)
     c.cos.update({i: got[i] for i in shown})
-    # the keyword candidates' cosines from their stored vectors (read beside the embedding)
-    c.cos.update({i: float(v @ qvec) for i, v in side.vectors.items() if i not in c.cos})
+    # the keyword candidates' cosines (their stored vectors were read beside the embedding,
+    # unless the collection is mirrored)
+    c.cos.update(_cosines(rt, conn, col, qvec, [i for i in side.parts if i not in c.cos],
+                          exact, side.vectors))
     return c
 
 
@@ -245,11 +276,11 @@ def _prefiltered(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     ids = rt.sql.matching_ids(conn, req.tenant, req.where, PREFILTER_LIMIT + 1)
     if len(ids) > PREFILTER_LIMIT:
         return None
-    vecs = rt.candidate_vectors(conn, col, ids)
-    order = list(vecs)
+    cosines = _cosines(rt, conn, col, qvec, ids, c.exact)
+    order = list(cosines)
     if not order:
         return {}
-    sims = np.stack([vecs[i] for i in order]) @ qvec
+    sims = np.array([cosines[i] for i in order])
     got = {order[j]: float(sims[j]) for j in np.argsort(-sims, kind="stable")[:n]}
     c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
                               edges=True, where=req.where))
@@ -374,8 +405,8 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
                                   edges=True))
         new = [i for i in new if i in c.rows
                and visible(c.rows[i], req.topic, req.include_superseded)]
-        vecs = rt.candidate_vectors(conn, col, [i for i in new if i not in c.cos])
-        c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
+        c.cos.update(_cosines(rt, conn, col, qvec, [i for i in new if i not in c.cos],
+                              c.exact))
         for i in new:
             if i in c.cos:
                 kw, fused = relevance(rt, c.rows[i], c.cos[i], kq)
@@ -408,10 +439,10 @@ def _session_best(c: Candidates) -> dict[str, float]:
 
 
 def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-              qtok: list[str], side: KeywordSide, dense: tuple[int, dict[str, float]]
-              ) -> Candidates:
+              qtok: list[str], side: KeywordSide, dense: tuple[int, dict[str, float]],
+              exact: ExactScores | None) -> Candidates:
     kq = side.query
-    c = _candidates(rt, conn, col, req, qvec, side, dense)
+    c = _candidates(rt, conn, col, req, qvec, side, dense, exact)
     _fuse(rt, c, side, req.floor)
     _context(rt, conn, col, req, qvec, side, c)
     # 3. entities (only boosts that could reach the top k are worth reading)
@@ -556,8 +587,7 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
               if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
     need = [i for i in linked if i not in c.cos]
     if need:
-        vecs = rt.candidate_vectors(conn, col, need)
-        c.cos.update({i: float(v @ qvec) for i, v in vecs.items()})
+        c.cos.update(_cosines(rt, conn, col, qvec, need, c.exact))
     for i in linked:
         if i not in c.info:
             kw, fused = relevance(rt, c.rows[i], c.cos.get(i, 0.0), kq)

@@ -225,7 +225,7 @@ class Runtime:
             vectors = VectorIndex(
                 path=str(folder / "chroma") if chroma_url is None and folder else None,
                 url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,
-                namespace=namespace)
+                namespace=namespace, exact_limit=config.exact_search_limit)
         except BaseException:
             if side is not None:
                 side.dispose()

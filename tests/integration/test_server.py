@@ -52,6 +52,26 @@ class TestServer(EngineContract):
                               chroma_server, f"o{uuid.uuid4().hex[:12]}")
         return _make
 
+    def test_recall_finds_what_another_engine_on_the_server_added(
+            self, eng: MemoryEngine, tmp_path: Path, clock: ManualClock, config: MnemoniaConfig,
+            real_embedder, chroma_server: str) -> None:  # type: ignore[no-untyped-def]
+        # another process may write a server's collections: recall asks Chroma's index every
+        # time (an embedded store's small tenants are searched in a copy of their vectors)
+        eng.add("The staging cluster runs on Kubernetes", tenant="shared")
+        assert eng.recall("what runs the staging cluster?", tenant="shared", k=1).memories
+        other = self._open(tmp_path / "side.sqlite3", clock, config, real_embedder,
+                           chroma_server, self._ns)
+        cat = other.add("Our office cat is named Miso", tenant="shared")
+        hit = eng.recall("what is the name of the office cat?", tenant="shared",
+                         k=1).memories[0]
+        assert hit.id == cat.id
+        qv = real_embedder.embed_query("what is the name of the office cat?")
+        col = eng.vectors.collection("shared", model=eng.embedder.name, dimension=0,
+                                     create=False)
+        assert hit.explanation.cosine == pytest.approx(
+            float(eng.vectors.get_vectors(col, [cat.id])[cat.id] @ qv), abs=1e-5)
+        assert eng.vectors.exact_limit == 0 and not eng.vectors.mirrored(col)
+
     def test_server_unreachable_gives_typed_error(self, tmp_path: Path, config: MnemoniaConfig,
                                                   real_embedder) -> None:  # type: ignore[no-untyped-def]
         from mnemonia.errors import StoreUnavailableError

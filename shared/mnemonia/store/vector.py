@@ -11,7 +11,8 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -25,6 +26,7 @@ from tenacity import (
 )
 
 from mnemonia.errors import InvalidInputError, StoreError, StoreUnavailableError
+from mnemonia.store.exact import ExactScores, Mirror
 from mnemonia.store.retry import first_then
 
 __all__ = ["VectorIndex", "collection_name"]
@@ -84,7 +86,8 @@ class VectorIndex:
     """Chroma client plus per-tenant collections."""
 
     def __init__(self, *, path: str | None = None, url: str | None = None,
-                 attempts: int = 5, max_wait: float = 2.0, namespace: str = "mnemonia") -> None:
+                 attempts: int = 5, max_wait: float = 2.0, namespace: str = "mnemonia",
+                 exact_limit: int = 0) -> None:
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
         from chromadb.config import Settings
@@ -95,6 +98,12 @@ class VectorIndex:
         self._max_wait = max_wait
         self._collections: dict[str, Any] = {}
         self.mode = "server" if url else "embedded"
+        # Exact search (embedded stores only: a server's collections may be written by other
+        # processes): collection name -> its vectors' mirror, or None when it held more than
+        # exact_limit vectors (until a delete).
+        self.exact_limit = exact_limit if self.mode == "embedded" else 0
+        self._mirrors: dict[str, Mirror | None] = {}
+        self._mirror_lock = threading.Lock()
         if url:
             parsed = urlparse(url)
             if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -170,6 +179,8 @@ class VectorIndex:
 
     def drop_cached(self, tenant: str) -> None:
         self._collections.pop(tenant, None)
+        with self._mirror_lock:
+            self._mirrors.pop(collection_name(tenant, self.namespace), None)
 
     def tenants(self) -> list[str]:
         """The tenants whose collection (``<namespace>-<tenant>``) exists, sorted; embedded
@@ -186,6 +197,8 @@ class VectorIndex:
         """Remove the tenant's collection (an undone import's empty one); missing is fine."""
         self._collections.pop(tenant, None)
         name = collection_name(tenant, self.namespace)
+        with self._mirror_lock:
+            self._mirrors.pop(name, None)
         names = self._call(self._client.list_collections)
         if any(getattr(c, "name", c) == name for c in names):
             self._call(lambda: self._client.delete_collection(name=name))
@@ -193,11 +206,16 @@ class VectorIndex:
     # -- vectors ---------------------------------------------------------------------------
     def upsert(self, col: Any, ids: Sequence[str], vectors: np.ndarray,
                documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
-        for start in range(0, len(ids), _MAX_BATCH):
-            end = start + _MAX_BATCH
-            self._call(functools.partial(
-                col.upsert, ids=list(ids[start:end]), embeddings=vectors[start:end],
-                documents=list(documents[start:end]), metadatas=list(metadatas[start:end])))
+        with self._mirroring(col) as mirror:
+            for start in range(0, len(ids), _MAX_BATCH):
+                end = start + _MAX_BATCH
+                self._call(functools.partial(
+                    col.upsert, ids=list(ids[start:end]), embeddings=vectors[start:end],
+                    documents=list(documents[start:end]), metadatas=list(metadatas[start:end])))
+                if mirror is not None:
+                    mirror.put(ids[start:end], vectors[start:end])
+                    if mirror.size > self.exact_limit:
+                        self._mirrors[col.name] = mirror = None
 
     def query(self, col: Any, vectors: np.ndarray, n: int
               ) -> tuple[list[list[str]], list[list[float]]]:
@@ -226,7 +244,70 @@ class VectorIndex:
 
     def delete(self, col: Any, ids: Sequence[str]) -> None:
         if ids:
-            self._call(lambda: col.delete(ids=list(ids)))
+            with self._mirroring(col, deleting=True) as mirror:
+                self._call(lambda: col.delete(ids=list(ids)))
+                if mirror is not None:
+                    mirror.drop(ids)
+
+    # -- exact search ----------------------------------------------------------------------
+    def scores(self, col: Any, query: np.ndarray) -> ExactScores | None:
+        """The cosine of ``query`` with every vector of the collection, when it is mirrored
+        in memory (an embedded store's collection of at most ``exact_limit`` vectors; its
+        vectors are read from Chroma on the first call); else ``None`` (ask :meth:`query`)."""
+        mirror = self._mirror(col)
+        return mirror.scores(query) if mirror is not None else None
+
+    def mirrored(self, col: Any) -> bool:
+        """Whether :meth:`scores` answers for the collection without reading Chroma."""
+        return self._mirrors.get(col.name) is not None
+
+    def _mirror(self, col: Any) -> Mirror | None:
+        if self.exact_limit <= 0:
+            return None
+        name = col.name
+        if name in self._mirrors:
+            return self._mirrors[name]
+        with self._mirror_lock:  # writes wait: the copy read here misses none of them
+            if name in self._mirrors:
+                return self._mirrors[name]
+            mirror = None
+            if self.count(col) <= self.exact_limit:
+                ids, vectors = self._all_vectors(col)
+                mirror = Mirror(ids, vectors)
+            self._mirrors[name] = mirror
+            return mirror
+
+    def _all_vectors(self, col: Any) -> tuple[list[str], np.ndarray]:
+        ids: list[str] = []
+        parts: list[np.ndarray] = []
+        while True:
+            page = self._call(functools.partial(col.get, include=["embeddings"],
+                                                limit=_ID_PAGE, offset=len(ids)))
+            ids += page["ids"]
+            if len(page["ids"]):
+                parts.append(np.asarray(page["embeddings"], dtype=np.float32))
+            if len(page["ids"]) < _ID_PAGE:
+                break
+        return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
+
+    @contextlib.contextmanager
+    def _mirroring(self, col: Any, *, deleting: bool = False) -> Iterator[Mirror | None]:
+        """A write to the collection, with its mirror (if any) to update as Chroma takes
+        each part: under the mirror lock, so no mirror is read from Chroma half-way. A write
+        that fails drops the mirror (read again on the next query); a delete lets a
+        collection too large to mirror be measured again."""
+        if self.exact_limit <= 0:
+            yield None
+            return
+        with self._mirror_lock:
+            mirror = self._mirrors.get(col.name)
+            if deleting and col.name in self._mirrors and mirror is None:
+                del self._mirrors[col.name]
+            try:
+                yield mirror
+            except BaseException:
+                self._mirrors.pop(col.name, None)
+                raise
 
     def count(self, col: Any) -> int:
         return int(self._call(col.count))
@@ -244,6 +325,7 @@ class VectorIndex:
     def close(self) -> None:
         """Release the client (sockets of an HTTP client, files of an embedded one)."""
         self._collections.clear()
+        self._mirrors.clear()
         servers = [getattr(self._client, "_server", None),
                    getattr(getattr(self._client, "_admin_client", None), "_server", None)]
         try:

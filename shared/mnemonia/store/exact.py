@@ -1,0 +1,158 @@
+"""Exact nearest neighbours for small collections: their vectors mirrored in memory.
+
+An embedded store is written by one process only (its folder is locked), and every write to
+its Chroma collections goes through :class:`~mnemonia.store.vector.VectorIndex`, so that
+process can keep a copy of a small collection's vectors next to Chroma's HNSW index and answer
+a query by one matrix product: exact where HNSW is approximate (two openings of the same store
+could rank a memory near the cut differently), and for a few thousand vectors faster than
+Chroma's query. Recall also reads the cosine of any other memory of the tenant from the same
+product instead of reading its stored vector.
+
+A mirror is only ever appended to: a replaced or deleted vector's row is marked dead (in a
+fresh mask), a new one takes the next row, and the row map is replaced, never edited, so a
+query's :class:`ExactScores` stays valid while writes go on. Rows are normalised, so a score
+is the cosine Chroma's ``cosine`` space gives (``1 - distance``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["ExactScores", "Mirror"]
+
+_FIRST_CAPACITY = 256
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    rows = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms > 0, norms, 1.0)
+
+
+class ExactScores:
+    """The cosine of one query with every vector a mirror held when it was asked."""
+
+    def __init__(self, sims: np.ndarray, ids: Sequence[str], position: dict[str, int]) -> None:
+        self._sims, self._ids, self._position = sims, ids, position
+
+    def top(self, n: int) -> tuple[list[str], list[float]]:
+        """The ``n`` nearest (ids and cosines, best first; ties by position)."""
+        sims = self._sims
+        live = int(np.count_nonzero(sims > -np.inf))
+        n = min(n, live)
+        if n <= 0:
+            return [], []
+        idx = np.argpartition(-sims, n - 1)[:n] if n < len(sims) else np.arange(len(sims))
+        idx = idx[np.lexsort((idx, -sims[idx]))]
+        return [self._ids[j] for j in idx.tolist()], sims[idx].tolist()
+
+    def of(self, ids: Iterable[str]) -> dict[str, float]:
+        """``{id: cosine}`` of those of ``ids`` the mirror held."""
+        sims, position, n = self._sims, self._position, len(self._sims)
+        out: dict[str, float] = {}
+        for i in ids:
+            j = position.get(i)
+            if j is not None and j < n and sims[j] > -np.inf:
+                out[i] = float(sims[j])
+        return out
+
+
+class Mirror:
+    """The vectors of one collection, in memory (see the module)."""
+
+    def __init__(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        self._lock = threading.Lock()
+        self._ids: list[str] = []
+        self._position: dict[str, int] = {}
+        dim = int(vectors.shape[1]) if len(vectors) else 0
+        self._matrix = np.zeros((max(_FIRST_CAPACITY, len(ids)), dim), dtype=np.float32)
+        self._alive = np.zeros(len(self._matrix), dtype=bool)
+        self._n = 0
+        self._dead = 0
+        if len(ids):
+            self.put(ids, vectors)
+
+    @property
+    def size(self) -> int:
+        """Vectors held (live ones)."""
+        return self._n - self._dead
+
+    def put(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Add or replace vectors (after Chroma stored them)."""
+        if not len(ids):
+            return
+        rows = _normalised(vectors)
+        with self._lock:
+            if self._matrix.shape[1] != rows.shape[1]:
+                if self._n - self._dead:
+                    raise ValueError(f"vectors of dimension {rows.shape[1]} in a mirror of "
+                                     f"dimension {self._matrix.shape[1]}")
+                self._matrix = np.zeros((len(self._matrix), rows.shape[1]), dtype=np.float32)
+            self._kill([i for i in ids if i in self._position])
+            last = {i: j for j, i in enumerate(ids)}  # a repeated id: its last vector wins
+            keep = sorted(last.values())
+            need = self._n + len(keep)
+            if need > len(self._matrix):
+                self._grow(need)
+            position = dict(self._position)
+            alive = self._alive
+            for j in keep:
+                self._matrix[self._n] = rows[j]
+                alive[self._n] = True
+                position[ids[j]] = self._n
+                self._ids.append(ids[j])
+                self._n += 1
+            self._position = position
+
+    def drop(self, ids: Iterable[str]) -> None:
+        """Forget vectors (after Chroma deleted them)."""
+        with self._lock:
+            self._kill([i for i in ids if i in self._position])
+
+    def scores(self, query: np.ndarray) -> ExactScores:
+        """Every held vector's cosine with ``query``."""
+        with self._lock:
+            n, matrix, alive = self._n, self._matrix, self._alive
+            ids, position = self._ids, self._position
+            live = alive[:n].copy() if self._dead else None
+        q = _normalised(np.asarray(query, dtype=np.float32)[None, :])[0]
+        sims = matrix[:n] @ q
+        if live is not None:
+            sims[~live] = -np.inf
+        return ExactScores(sims, ids, position)
+
+    # -- the lock held ---------------------------------------------------------------------
+    def _kill(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        alive = self._alive.copy()  # a query's scores keep the mask they were made with
+        position = dict(self._position)
+        for i in ids:
+            alive[position.pop(i)] = False
+        self._alive, self._position = alive, position
+        self._dead += len(ids)
+        if self._dead > max(_FIRST_CAPACITY, self._n // 2):
+            self._compact()
+
+    def _grow(self, need: int) -> None:
+        size = max(need, 2 * len(self._matrix))
+        matrix = np.zeros((size, self._matrix.shape[1]), dtype=np.float32)
+        matrix[:self._n] = self._matrix[:self._n]
+        alive = np.zeros(size, dtype=bool)
+        alive[:self._n] = self._alive[:self._n]
+        self._matrix, self._alive = matrix, alive
+
+    def _compact(self) -> None:
+        """Rows of the live vectors only, in new arrays (queries under way keep the old)."""
+        keep = np.nonzero(self._alive[:self._n])[0]
+        size = max(_FIRST_CAPACITY, 2 * len(keep))
+        matrix = np.zeros((size, self._matrix.shape[1]), dtype=np.float32)
+        matrix[:len(keep)] = self._matrix[keep]
+        alive = np.zeros(size, dtype=bool)
+        alive[:len(keep)] = True
+        self._ids = [self._ids[j] for j in keep.tolist()]
+        self._position = {i: j for j, i in enumerate(self._ids)}
+        self._matrix, self._alive, self._n, self._dead = matrix, alive, len(keep), 0

@@ -1,0 +1,155 @@
+"""Exact nearest neighbours for small tenants of an embedded store: the mirror of a collection's
+vectors answers like a brute-force cosine through every write, and recall on a mirrored
+tenant sees every add, replace and delete, and falls back to Chroma's HNSW past the limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia.embeddings import HashingEmbedder
+from mnemonia.errors import InvalidConfigError
+from mnemonia.store.exact import Mirror
+
+FACTS = [
+    "The staging cluster runs on Kubernetes in Frankfurt",
+    "Priya reviews the quarterly budget every March",
+    "The office cat is called Miso and likes salmon",
+    "Deployments freeze on Fridays after noon",
+    "The wifi password changed to correct-horse",
+    "Lunch on Thursdays is at the Thai place downstairs",
+    "The on-call rotation swaps every Monday morning",
+    "Backups of the billing database run nightly at 2am",
+]
+
+
+def _brute(held: dict[str, np.ndarray], q: np.ndarray) -> dict[str, float]:
+    qn = q / np.linalg.norm(q)
+    return {i: float(v @ qn / np.linalg.norm(v)) for i, v in held.items()}
+
+
+def test_a_mirror_answers_like_a_brute_force_cosine_through_writes() -> None:
+    rng = np.random.default_rng(3)
+    held = {f"m{i}": rng.standard_normal(16).astype(np.float32) for i in range(300)}
+    mirror = Mirror(list(held), np.stack(list(held.values())))
+    q = rng.standard_normal(16).astype(np.float32)
+    before = mirror.scores(q)
+    want_before = _brute(held, q)
+    # replace some, delete many (the rows are compacted), add past the capacity
+    for i in range(0, 50):
+        held[f"m{i}"] = rng.standard_normal(16).astype(np.float32)
+    mirror.put([f"m{i}" for i in range(50)], np.stack([held[f"m{i}"] for i in range(50)]))
+    gone = [f"m{i}" for i in range(100, 280)]
+    mirror.drop(gone)
+    for i in gone:
+        del held[i]
+    new = {f"n{i}": rng.standard_normal(16).astype(np.float32) for i in range(400)}
+    mirror.put(list(new), np.stack(list(new.values())))
+    held.update(new)
+    assert mirror.size == len(held)
+
+    want = _brute(held, q)
+    got = mirror.scores(q)
+    ids, sims = got.top(25)
+    best = sorted(want, key=lambda i: -want[i])[:25]
+    assert ids == best
+    np.testing.assert_allclose(sims, [want[i] for i in best], atol=1e-6)
+    assert got.of(["m0", "m150", "n7", "nope"]) == pytest.approx(
+        {"m0": want["m0"], "n7": want["n7"]}, abs=1e-6)
+    assert len(got.top(10_000)[0]) == len(held)
+    # scores asked before the writes still answer as the mirror was then
+    old_ids, old_sims = before.top(5)
+    assert old_ids == sorted(want_before, key=lambda i: -want_before[i])[:5]
+    np.testing.assert_allclose(old_sims, [want_before[i] for i in old_ids], atol=1e-6)
+    assert set(before.of(["m150", "n7"])) == {"m150"}
+
+
+def test_a_repeated_id_in_one_write_keeps_its_last_vector() -> None:
+    mirror = Mirror([], np.zeros((0, 0), dtype=np.float32))
+    mirror.put(["a", "a", "b"], np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
+    assert mirror.size == 2
+    assert mirror.scores(np.array([0, 1], dtype=np.float32)).of(["a"]) == {"a": 1.0}
+
+
+def _open(path: Path, clock: ManualClock, limit: int) -> MemoryEngine:
+    cfg = MnemoniaConfig.load(env={}, maintenance="manual", exact_search_limit=limit)
+    return MemoryEngine.open(path, config=cfg, clock=clock, embedder=HashingEmbedder())
+
+
+def _cosines(engine: MemoryEngine, query: str) -> dict[str, float | None]:
+    res = engine.recall(query, tenant="t", k=len(FACTS) + 2, min_activation=0, touch=False)
+    return {h.memory.text: h.explanation.cosine for h in res.memories}
+
+
+def test_recall_on_a_mirrored_tenant_agrees_with_chroma_and_sees_every_write(
+        tmp_path: Path, clock: ManualClock) -> None:
+    exact = _open(tmp_path / "exact", clock, 10_000)
+    hnsw = _open(tmp_path / "hnsw", clock, 0)
+    try:
+        for eng in (exact, hnsw):
+            eng.add_many([{"id": f"f{i}", "text": t} for i, t in enumerate(FACTS)], tenant="t")
+        col = exact.vectors.collection("t", model=exact.embedder.name, dimension=0,
+                                       create=False)
+        queries = ["who reviews the budget?", "what is the cat called?", "when are backups?"]
+
+        def agree() -> None:
+            for q in queries:
+                got, want = _cosines(exact, q), _cosines(hnsw, q)
+                assert list(got) == list(want)
+                assert got == pytest.approx(want, abs=1e-6)
+
+        agree()
+        assert exact.vectors.mirrored(col)
+        assert not hnsw.vectors.mirrored(hnsw.vectors.collection(
+            "t", model=hnsw.embedder.name, dimension=0, create=False))
+        # an add, a replaced text (embedded again) and a hard delete, on both
+        for eng in (exact, hnsw):
+            eng.add("Backups of the mail server run weekly on Sundays", tenant="t")
+            eng.add_many([{"id": "f2", "text": "The office dog is called Pepper"}],
+                         tenant="t", replace=True)
+            eng.forget("f7", tenant="t", hard=True)
+        agree()
+        texts = _cosines(exact, "when are backups?")
+        assert "Backups of the mail server run weekly on Sundays" in texts
+        assert FACTS[7] not in texts and FACTS[2] not in texts
+        assert "The office dog is called Pepper" in _cosines(exact, "what is the dog called?")
+        assert exact.vectors.mirrored(col)
+        # the mirror holds what Chroma holds: the deleted vector is gone, the replaced is new
+        qv = exact.embedder.embed_query("what is the dog called?")
+        held = exact.vectors.scores(col, qv)
+        assert held is not None and set(held.of(["f7", "f2", "f0"])) == {"f2", "f0"}
+        stored = exact.vectors.get_vectors(col, ["f2"])["f2"]
+        assert held.of(["f2"])["f2"] == pytest.approx(
+            float(stored @ qv / np.linalg.norm(stored) / np.linalg.norm(qv)), abs=1e-6)
+    finally:
+        exact.close()
+        hnsw.close()
+
+
+def test_a_tenant_past_the_limit_is_searched_by_chroma_until_it_shrinks(
+        tmp_path: Path, clock: ManualClock) -> None:
+    eng = _open(tmp_path / "s", clock, 6)
+    try:
+        ids = [m.id for m in eng.add_many([{"text": t} for t in FACTS[:5]], tenant="t")]
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        assert FACTS[2] in _cosines(eng, "what is the cat called?")
+        assert eng.vectors.mirrored(col)
+        more = [m.id for m in eng.add_many([{"text": t} for t in FACTS[5:]], tenant="t")]
+        assert not eng.vectors.mirrored(col)  # 8 vectors: past the limit, Chroma answers
+        assert FACTS[7] in _cosines(eng, "when do backups of the billing database run?")
+        assert not eng.vectors.mirrored(col)
+        for mid in (*more[:2], ids[0]):
+            eng.forget(mid, tenant="t", hard=True)
+        got = _cosines(eng, "when do backups of the billing database run?")
+        assert eng.vectors.mirrored(col)  # 5 again: read into memory at the next recall
+        assert FACTS[7] in got and FACTS[0] not in got and FACTS[5] not in got
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, "many", True])
+def test_exact_search_limit_must_be_a_whole_number_from_zero(bad: object) -> None:
+    with pytest.raises(InvalidConfigError, match="exact_search_limit"):
+        MnemoniaConfig(exact_search_limit=bad)  # type: ignore[arg-type]
