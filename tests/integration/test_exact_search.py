@@ -153,3 +153,30 @@ def test_a_tenant_past_the_limit_is_searched_by_chroma_until_it_shrinks(
 def test_exact_search_limit_must_be_a_whole_number_from_zero(bad: object) -> None:
     with pytest.raises(InvalidConfigError, match="exact_search_limit"):
         MnemoniaConfig(exact_search_limit=bad)  # type: ignore[arg-type]
+
+
+def test_mirrors_over_the_budget_drop_the_least_recently_searched(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemonia.store import vector
+
+    monkeypatch.setattr(vector, "MIRRORED_VECTORS", 10)
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        cols = {}
+        for tenant in ("a", "b", "c"):
+            eng.add_many([{"text": t} for t in FACTS[:4]], tenant=tenant)
+            cols[tenant] = eng.vectors.collection(tenant, model=eng.embedder.name,
+                                                  dimension=0, create=False)
+        for tenant in ("a", "b", "a"):
+            eng.recall("what is the cat called?", tenant=tenant, touch=False)
+        assert eng.vectors.mirrored(cols["a"]) and eng.vectors.mirrored(cols["b"])
+        res = eng.recall("what is the cat called?", tenant="c", touch=False)
+        assert res.memories[0].memory.text == FACTS[2]
+        # 4 + 4 + 4 > 10: b, searched longest ago, made room
+        mirrored = [t for t in cols if eng.vectors.mirrored(cols[t])]
+        assert mirrored == ["a", "c"]
+        assert eng.recall("what is the cat called?", tenant="b",
+                          touch=False).memories[0].memory.text == FACTS[2]
+        assert [t for t in cols if eng.vectors.mirrored(cols[t])] == ["b", "c"]
+    finally:
+        eng.close()

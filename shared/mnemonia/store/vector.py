@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -37,6 +38,9 @@ _MAX_BATCH = 4000
 _ID_PAGE = 20000
 _MAX_RESULTS = 2**31 - 1
 """Chroma takes ``n_results`` as a 32-bit count; it never returns more than it holds anyway."""
+MIRRORED_VECTORS = 100_000
+"""At most this many vectors are mirrored for exact search over all collections (~150 MB at
+384 dimensions); past it, the least recently searched collections' mirrors go first."""
 
 
 def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
@@ -102,7 +106,7 @@ class VectorIndex:
         # processes): collection name -> its vectors' mirror, or None when it held more than
         # exact_limit vectors (until a delete).
         self.exact_limit = exact_limit if self.mode == "embedded" else 0
-        self._mirrors: dict[str, Mirror | None] = {}
+        self._mirrors: OrderedDict[str, Mirror | None] = OrderedDict()
         self._mirror_lock = threading.Lock()
         if url:
             parsed = urlparse(url)
@@ -265,17 +269,28 @@ class VectorIndex:
         if self.exact_limit <= 0:
             return None
         name = col.name
-        if name in self._mirrors:
-            return self._mirrors[name]
         with self._mirror_lock:  # writes wait: the copy read here misses none of them
             if name in self._mirrors:
+                self._mirrors.move_to_end(name)
                 return self._mirrors[name]
             mirror = None
-            if self.count(col) <= self.exact_limit:
+            size = self.count(col)
+            if size <= self.exact_limit:
+                self._make_room(size)
                 ids, vectors = self._all_vectors(col)
                 mirror = Mirror(ids, vectors)
             self._mirrors[name] = mirror
             return mirror
+
+    def _make_room(self, size: int) -> None:
+        """Drop the least recently searched mirrors until ``size`` more vectors fit in
+        :data:`MIRRORED_VECTORS` (the mirror lock held)."""
+        held = sum(m.size for m in self._mirrors.values() if m is not None)
+        for other in [n for n, m in self._mirrors.items() if m is not None]:
+            if held + size <= MIRRORED_VECTORS:
+                return
+            mirror = self._mirrors.pop(other)
+            held -= mirror.size if mirror is not None else 0
 
     def _all_vectors(self, col: Any) -> tuple[list[str], np.ndarray]:
         ids: list[str] = []
