@@ -6,6 +6,7 @@ Times are stored as float seconds since the epoch (UTC).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -196,9 +197,24 @@ def keyword_terms(text: str, token: str) -> list[str]:
     document frequency) belongs to one tenant alone and a search never reads another tenant's
     postings. Indexing and search both go through here, so they always agree.
     """
+    words = _folded_word(text) if len(text) <= _WORD_CHARS else _folded(text)
+    return [token + w for w in words]
+
+
+_WORD_CHARS = 40
+"""Texts this short (a query word) have their folded words kept (recall folds the same query
+words, and their related words, on every call)."""
+
+
+def _folded(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKD", text.casefold())
     folded = "".join(c for c in folded if not unicodedata.combining(c))
-    return [token + w for w in _TERM.findall(folded)]
+    return _TERM.findall(folded)
+
+
+@functools.lru_cache(maxsize=16384)
+def _folded_word(text: str) -> tuple[str, ...]:
+    return tuple(_folded(text))
 
 
 # -- keyed items (mnemonia.items: the LangGraph store's data model) ------------------------
