@@ -180,3 +180,25 @@ def test_mirrors_over_the_budget_drop_the_least_recently_searched(
         assert [t for t in cols if eng.vectors.mirrored(cols[t])] == ["b", "c"]
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("page", [3, 4, 100])
+def test_a_mirror_is_read_from_chroma_page_by_page(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, page: int) -> None:
+    from mnemonia.store import vector
+
+    monkeypatch.setattr(vector, "_VECTOR_PAGE", page)
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        mems = eng.add_many([{"text": t} for t in FACTS], tenant="t")
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        qv = eng.embedder.embed_query("who reviews the budget?")
+        held = eng.vectors.scores(col, qv)
+        assert held is not None
+        stored = eng.vectors.get_vectors(col, [m.id for m in mems])
+        want = {i: float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
+                for i, v in stored.items()}
+        assert held.of(want) == pytest.approx(want, abs=1e-6)
+        assert held.top(3)[0] == sorted(want, key=lambda i: -want[i])[:3]
+    finally:
+        eng.close()

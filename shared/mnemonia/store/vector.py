@@ -36,6 +36,7 @@ log = logging.getLogger("mnemonia.store")
 T = TypeVar("T")
 _MAX_BATCH = 4000
 _ID_PAGE = 20000
+_VECTOR_PAGE = 4096  # Chroma hands vectors back as float64: ~12 MB a page at 384 dimensions
 _MAX_RESULTS = 2**31 - 1
 """Chroma takes ``n_results`` as a 32-bit count; it never returns more than it holds anyway."""
 MIRRORED_VECTORS = 100_000
@@ -297,11 +298,11 @@ class VectorIndex:
         parts: list[np.ndarray] = []
         while True:
             page = self._call(functools.partial(col.get, include=["embeddings"],
-                                                limit=_ID_PAGE, offset=len(ids)))
+                                                limit=_VECTOR_PAGE, offset=len(ids)))
             ids += page["ids"]
             if len(page["ids"]):
                 parts.append(np.asarray(page["embeddings"], dtype=np.float32))
-            if len(page["ids"]) < _ID_PAGE:
+            if len(page["ids"]) < _VECTOR_PAGE:
                 break
         return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
 
