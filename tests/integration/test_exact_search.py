@@ -202,3 +202,50 @@ def test_a_mirror_is_read_from_chroma_page_by_page(
         assert held.top(3)[0] == sorted(want, key=lambda i: -want[i])[:3]
     finally:
         eng.close()
+
+
+def test_recalls_beside_writes_see_a_consistent_mirror(tmp_path: Path,
+                                                        clock: ManualClock) -> None:
+    import threading
+
+    eng = _open(tmp_path / "s", clock, 10_000)
+    errors: list[BaseException] = []
+    try:
+        eng.add_many([{"text": t} for t in FACTS], tenant="t")
+        done = threading.Event()
+
+        def recalls() -> None:
+            try:
+                while not done.is_set():
+                    res = eng.recall("what is the cat called?", tenant="t", k=5, touch=False)
+                    assert res.memories and res.memories[0].memory.text == FACTS[2]
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        reader = threading.Thread(target=recalls)
+        reader.start()
+        added = []
+        try:
+            for n in range(30):
+                added += eng.add_many([{"text": f"Note {n}: the printer on floor {n} jams"},
+                                       {"text": f"Note {n}: room {n} has a whiteboard"}],
+                                      tenant="t")
+                if n % 3 == 0:
+                    eng.forget(added[-1].id, tenant="t", hard=True)
+                    added.pop()
+        finally:
+            done.set()
+            reader.join()
+        assert not errors, errors
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        qv = eng.embedder.embed_query("the printer jams")
+        held = eng.vectors.scores(col, qv)
+        assert held is not None
+        ids = [m.id for m in eng.list(tenant="t", limit=1000)]
+        stored = eng.vectors.get_vectors(col, ids)
+        assert set(held.of(ids)) == set(stored) == set(ids)
+        assert held.of(ids) == pytest.approx(
+            {i: float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
+             for i, v in stored.items()}, abs=1e-6)
+    finally:
+        eng.close()
