@@ -108,7 +108,10 @@ class VectorIndex:
         # exact_limit vectors (until a delete).
         self.exact_limit = exact_limit if self.mode == "embedded" else 0
         self._mirrors: OrderedDict[str, Mirror | None] = OrderedDict()
-        self._mirror_lock = threading.Lock()
+        self._mirror_lock = threading.Lock()  # the two maps (held briefly)
+        # collection name -> the lock its writes and its mirror's first read take, so a
+        # mirror read from Chroma misses no write (writes to other collections go on)
+        self._collection_locks: dict[str, threading.Lock] = {}
         if url:
             parsed = urlparse(url)
             if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -184,8 +187,7 @@ class VectorIndex:
 
     def drop_cached(self, tenant: str) -> None:
         self._collections.pop(tenant, None)
-        with self._mirror_lock:
-            self._mirrors.pop(collection_name(tenant, self.namespace), None)
+        self._drop_mirror(collection_name(tenant, self.namespace))
 
     def tenants(self) -> list[str]:
         """The tenants whose collection (``<namespace>-<tenant>``) exists, sorted; embedded
@@ -202,8 +204,7 @@ class VectorIndex:
         """Remove the tenant's collection (an undone import's empty one); missing is fine."""
         self._collections.pop(tenant, None)
         name = collection_name(tenant, self.namespace)
-        with self._mirror_lock:
-            self._mirrors.pop(name, None)
+        self._drop_mirror(name)
         names = self._call(self._client.list_collections)
         if any(getattr(c, "name", c) == name for c in names):
             self._call(lambda: self._client.delete_collection(name=name))
@@ -220,7 +221,8 @@ class VectorIndex:
                 if mirror is not None:
                     mirror.put(ids[start:end], vectors[start:end])
                     if mirror.size > self.exact_limit:
-                        self._mirrors[col.name] = mirror = None
+                        self._keep_mirror(col.name, None)
+                        mirror = None
 
     def query(self, col: Any, vectors: np.ndarray, n: int
               ) -> tuple[list[list[str]], list[list[float]]]:
@@ -270,9 +272,12 @@ class VectorIndex:
         if self.exact_limit <= 0:
             return None
         name = col.name
-        with self._mirror_lock:  # writes wait: the copy read here misses none of them
+        with self._mirror_lock:
             if name in self._mirrors:
                 self._mirrors.move_to_end(name)
+                return self._mirrors[name]
+        with self._collection_lock(name):  # its writes wait: the copy misses none of them
+            if name in self._mirrors:
                 return self._mirrors[name]
             mirror = None
             size = self.count(col)
@@ -280,18 +285,31 @@ class VectorIndex:
                 self._make_room(size)
                 ids, vectors = self._all_vectors(col)
                 mirror = Mirror(ids, vectors)
-            self._mirrors[name] = mirror
+            self._keep_mirror(name, mirror)
             return mirror
+
+    def _collection_lock(self, name: str) -> threading.Lock:
+        with self._mirror_lock:
+            return self._collection_locks.setdefault(name, threading.Lock())
+
+    def _keep_mirror(self, name: str, mirror: Mirror | None) -> None:
+        with self._mirror_lock:
+            self._mirrors[name] = mirror
+
+    def _drop_mirror(self, name: str) -> None:
+        with self._mirror_lock:
+            self._mirrors.pop(name, None)
 
     def _make_room(self, size: int) -> None:
         """Drop the least recently searched mirrors until ``size`` more vectors fit in
-        :data:`MIRRORED_VECTORS` (the mirror lock held)."""
-        held = sum(m.size for m in self._mirrors.values() if m is not None)
-        for other in [n for n, m in self._mirrors.items() if m is not None]:
-            if held + size <= MIRRORED_VECTORS:
-                return
-            mirror = self._mirrors.pop(other)
-            held -= mirror.size if mirror is not None else 0
+        :data:`MIRRORED_VECTORS`."""
+        with self._mirror_lock:
+            held = sum(m.size for m in self._mirrors.values() if m is not None)
+            for other in [n for n, m in self._mirrors.items() if m is not None]:
+                if held + size <= MIRRORED_VECTORS:
+                    return
+                mirror = self._mirrors.pop(other)
+                held -= mirror.size if mirror is not None else 0
 
     def _all_vectors(self, col: Any) -> tuple[list[str], np.ndarray]:
         ids: list[str] = []
@@ -309,20 +327,20 @@ class VectorIndex:
     @contextlib.contextmanager
     def _mirroring(self, col: Any, *, deleting: bool = False) -> Iterator[Mirror | None]:
         """A write to the collection, with its mirror (if any) to update as Chroma takes
-        each part: under the mirror lock, so no mirror is read from Chroma half-way. A write
-        that fails drops the mirror (read again on the next query); a delete lets a
+        each part: under the collection's lock, so no mirror is read from Chroma half-way. A
+        write that fails drops the mirror (read again on the next query); a delete lets a
         collection too large to mirror be measured again."""
         if self.exact_limit <= 0:
             yield None
             return
-        with self._mirror_lock:
+        with self._collection_lock(col.name):
             mirror = self._mirrors.get(col.name)
-            if deleting and col.name in self._mirrors and mirror is None:
-                del self._mirrors[col.name]
+            if deleting and mirror is None:
+                self._drop_mirror(col.name)
             try:
                 yield mirror
             except BaseException:
-                self._mirrors.pop(col.name, None)
+                self._drop_mirror(col.name)
                 raise
 
     def count(self, col: Any) -> int:
