@@ -249,3 +249,18 @@ def test_recalls_beside_writes_see_a_consistent_mirror(tmp_path: Path,
              for i, v in stored.items()}, abs=1e-6)
     finally:
         eng.close()
+
+
+def test_a_tenant_emptied_by_hard_deletes_recalls_nothing_after_a_reopen(
+        tmp_path: Path, clock: ManualClock) -> None:
+    eng = _open(tmp_path / "s", clock, 100)
+    m = eng.add(FACTS[2], tenant="t")
+    eng.forget(m.id, tenant="t", hard=True)
+    eng.close()
+    eng = _open(tmp_path / "s", clock, 100)  # the mirror is read from an empty collection
+    try:
+        assert eng.recall("what is the cat called?", tenant="t").memories == []
+        new = eng.add(FACTS[2], tenant="t")
+        assert eng.recall("what is the cat called?", tenant="t").ids[:1] == [new.id]
+    finally:
+        eng.close()

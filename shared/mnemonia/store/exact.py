@@ -131,6 +131,8 @@ class Mirror:
             n, matrix, alive = self._n, self._matrix, self._alive
             ids, position = self._ids, self._position
             live = alive[:n].copy() if self._dead else None
+        if n == 0:  # nothing held (perhaps not even a dimension yet)
+            return ExactScores(np.zeros(0, dtype=np.float32), ids, position)
         q = _normalised(np.asarray(query, dtype=np.float32)[None, :])[0]
         sims = _product(matrix[:n], q)
         if live is not None:
