@@ -112,12 +112,13 @@ sentence-transformers with the same vectors (``benchmarks/embedder.py``)."""
 DEFAULT_ONNX_CACHE_DIR: str | None = None
 """``None``: ``$XDG_CACHE_HOME/mnemonia/onnx`` (else ``~/.cache/mnemonia/onnx``)."""
 DEFAULT_QUERY_CACHE_SIZE: int = 1024
-DEFAULT_EXACT_SEARCH_LIMIT: int = 16_000
+DEFAULT_EXACT_SEARCH_LIMIT: int = 8_000
 """An embedded store keeps the vectors of a tenant with at most this many in memory and finds
-recall's nearest neighbours, and every candidate's cosine, by one matrix product: ~1 ms at
-16,000 vectors of 384 dimensions out of cache on the 2-core reference machine, about what
-Chroma's HNSW query plus the candidates' vector reads it replaces cost there (beyond, the
-product is the slower). 0: always Chroma's HNSW index."""
+recall's nearest neighbours, and every candidate's cosine, by one matrix product instead of
+Chroma's HNSW query and the candidates' vector reads. On the 2-core reference machine (recall
+p50, the same store with and without, each in its own process) it was faster at 5,000
+vectors (-0.3 and -1.8 ms), even at 9,000 (+0.4, -0.3 ms) and slower at 16,000 (+0.5, +1.1
+ms). 0: always Chroma's HNSW index."""
 DEFAULT_RETRY_ATTEMPTS: int = 5
 DEFAULT_RETRY_MAX_WAIT: float = 2.0
 
