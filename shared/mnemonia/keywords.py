@@ -20,6 +20,7 @@ import numpy as np
 from mnemonia.runtime import Runtime, TermIndex
 from mnemonia.scoring import activation as act
 from mnemonia.scoring.stemming import stem
+from mnemonia.store.exact import rows_per_slice
 from mnemonia.store.repository import Connection
 from mnemonia.store.schema import keyword_terms
 
@@ -118,16 +119,12 @@ def _word_vectors(rt: Runtime, idx: TermIndex, words: Sequence[str]) -> np.ndarr
     return np.stack(rows)
 
 
-_SINGLE_THREAD_PRODUCT = 1 << 18
-"""OpenBLAS runs a matrix product with m*n*k below 4 * 65,536 on the calling thread alone."""
-
-
 def _similarities(words: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """``words @ matrix.T``, in slices small enough that OpenBLAS computes each on the calling
     thread. Recall computes this on a helper thread while the model embeds the query on the
     other core: one product over every stored word made OpenBLAS start its own threads, which
     then competed with the model for the cores (and spun after it), so nothing overlapped."""
-    step = max(1, _SINGLE_THREAD_PRODUCT // (words.shape[0] * words.shape[1]) - 1)
+    step = rows_per_slice(words.shape[0] * words.shape[1])
     if matrix.shape[0] <= step:
         return np.asarray(words @ matrix.T)
     return np.concatenate([words @ matrix[at:at + step].T

@@ -21,28 +21,30 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ExactScores", "Mirror"]
+from mnemonia.embeddings import normalise_rows
+
+__all__ = ["ExactScores", "Mirror", "rows_per_slice"]
 
 _FIRST_CAPACITY = 256
-_SINGLE_THREAD_PRODUCT = 1 << 18
+SINGLE_THREAD_PRODUCT = 1 << 18
 """OpenBLAS computes a product with fewer than 4 * 65,536 multiplications on the calling thread
 alone; a larger one starts its own threads, which compete with the model embedding the query
 and with recall's helper thread for the cores (and spin after): measured at 11,000 vectors,
 one product made recall ~2 ms slower than Chroma's query, the same product in slices faster."""
 
 
+def rows_per_slice(per_row: int) -> int:
+    """Rows of a product's sliced operand, each costing ``per_row`` multiplications, that
+    OpenBLAS computes on the calling thread (:data:`SINGLE_THREAD_PRODUCT`)."""
+    return max(1, SINGLE_THREAD_PRODUCT // max(1, per_row) - 1)
+
+
 def _product(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     """``matrix @ query``, in slices small enough for OpenBLAS to keep on this thread."""
-    step = max(1, _SINGLE_THREAD_PRODUCT // max(1, matrix.shape[1]) - 1)
+    step = rows_per_slice(matrix.shape[1])
     if len(matrix) <= step:
         return np.asarray(matrix @ query)
     return np.concatenate([matrix[at:at + step] @ query for at in range(0, len(matrix), step)])
-
-
-def _normalised(vectors: np.ndarray) -> np.ndarray:
-    rows = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.where(norms > 0, norms, 1.0)
 
 
 class ExactScores:
@@ -64,11 +66,11 @@ class ExactScores:
 
     def of(self, ids: Iterable[str]) -> dict[str, float]:
         """``{id: cosine}`` of those of ``ids`` the mirror held."""
-        sims, position, n = self._sims, self._position, len(self._sims)
+        sims, position = self._sims, self._position
         out: dict[str, float] = {}
         for i in ids:
             j = position.get(i)
-            if j is not None and j < n and sims[j] > -np.inf:
+            if j is not None and sims[j] > -np.inf:
                 out[i] = float(sims[j])
         return out
 
@@ -97,7 +99,7 @@ class Mirror:
         """Add or replace vectors (after Chroma stored them)."""
         if not len(ids):
             return
-        rows = _normalised(vectors)
+        rows = normalise_rows(vectors)
         with self._lock:
             if self._matrix.shape[1] != rows.shape[1]:
                 if self._n - self._dead:
@@ -133,7 +135,7 @@ class Mirror:
             live = alive[:n].copy() if self._dead else None
         if n == 0:  # nothing held (perhaps not even a dimension yet)
             return ExactScores(np.zeros(0, dtype=np.float32), ids, position)
-        q = _normalised(np.asarray(query, dtype=np.float32)[None, :])[0]
+        q = normalise_rows(query)[0]
         sims = _product(matrix[:n], q)
         if live is not None:
             sims[~live] = -np.inf
