@@ -26,6 +26,7 @@ FACTS = [
 
 
 def _brute(held: dict[str, np.ndarray], q: np.ndarray) -> dict[str, float]:
+    """Each held vector's cosine with ``q``."""
     qn = q / np.linalg.norm(q)
     return {i: float(v @ qn / np.linalg.norm(v)) for i, v in held.items()}
 
@@ -122,7 +123,7 @@ def test_recall_on_a_mirrored_tenant_agrees_with_chroma_and_sees_every_write(
         assert held is not None and set(held.of(["f7", "f2", "f0"])) == {"f2", "f0"}
         stored = exact.vectors.get_vectors(col, ["f2"])["f2"]
         assert held.of(["f2"])["f2"] == pytest.approx(
-            float(stored @ qv / np.linalg.norm(stored) / np.linalg.norm(qv)), abs=1e-6)
+            _brute({"f2": stored}, qv)["f2"], abs=1e-6)
     finally:
         exact.close()
         hnsw.close()
@@ -196,8 +197,7 @@ def test_a_mirror_is_read_from_chroma_page_by_page(
         held = eng.vectors.scores(col, qv)
         assert held is not None
         stored = eng.vectors.get_vectors(col, [m.id for m in mems])
-        want = {i: float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
-                for i, v in stored.items()}
+        want = _brute(stored, qv)
         assert held.of(want) == pytest.approx(want, abs=1e-6)
         assert held.top(3)[0] == sorted(want, key=lambda i: -want[i])[:3]
     finally:
@@ -245,8 +245,7 @@ def test_recalls_beside_writes_see_a_consistent_mirror(tmp_path: Path,
         stored = eng.vectors.get_vectors(col, ids)
         assert set(held.of(ids)) == set(stored) == set(ids)
         assert held.of(ids) == pytest.approx(
-            {i: float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
-             for i, v in stored.items()}, abs=1e-6)
+            _brute(stored, qv), abs=1e-6)
     finally:
         eng.close()
 
