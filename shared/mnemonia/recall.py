@@ -185,7 +185,7 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
             cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
             max_postings=cfg.keyword_postings, docs=kq.docs)
         rows = rt.sql.rows(conn, req.tenant, [i for i, _ in hits], edges=True,
-                           where=req.where) if hits else {}
+                           where=req.where, kept=True) if hits else {}
         shown = [i for i, _ in hits
                  if i in rows and visible(rows[i], req.topic, req.include_superseded)]
         # the Python work first, the vectors' read (which releases the GIL) last: the query
@@ -237,7 +237,7 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
     n_dense, got = dense
     while True:
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
-                                  edges=True, where=req.where))
+                                  edges=True, where=req.where, kept=True))
         shown = [i for i in got
                  if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
         if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
@@ -283,7 +283,7 @@ def _prefiltered(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     sims = np.array([cosines[i] for i in order])
     got = {order[j]: float(sims[j]) for j in np.argsort(-sims, kind="stable")[:n]}
     c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
-                              edges=True, where=req.where))
+                              edges=True, where=req.where, kept=True))
     return got
 
 
@@ -402,7 +402,7 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     new = sorted({n for m in sources for n in around.get(m, ())} - set(c.info))
     if new:
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in new if i not in c.rows],
-                                  edges=True))
+                                  edges=True, kept=True))
         new = [i for i in new if i in c.rows
                and visible(c.rows[i], req.topic, req.include_superseded)]
         c.cos.update(_cosines(rt, conn, col, qvec, [i for i in new if i not in c.cos],
@@ -582,7 +582,8 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
                                                  cfg.entity_fanout * ENTITY_POOL)
     new = [i for i in linked if i not in c.rows]
     if new:
-        c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True, where=req.where))
+        c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True, where=req.where,
+                                  kept=True))
     linked = [i for i in linked
               if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
     need = [i for i in linked if i not in c.cos]
@@ -695,7 +696,7 @@ class _Spreader:
         edges = self._choose(self._edges_around(frontier), frontier, level)
         new = [i for i in {e.dst for e in edges} | {e.src for e in edges} if i not in rows]
         if new:
-            rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True,
+            rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True, kept=True,
                                          where=self.req.where))
             self.topics.update({i: rows[i].topic for i in new if i in rows})
         # Another topic does not stop spreading: the target is reached at x cross_topic_penalty
@@ -845,8 +846,8 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
                    [i for i in ids if getattr(c.rows[i], "has_edges", True)])
     others = {o for contra, sup in links.values() for o in (*contra, *sup)}
     others |= {c.rows[i].superseded_by for i in ids if c.rows[i].superseded_by}
-    summaries = {o: summary(r.text) for o, r in rt.sql.rows(conn, req.tenant, sorted(others)
-                                                             ).items()} if others else {}
+    summaries = {o: summary(r.text) for o, r in rt.sql.rows(conn, req.tenant, sorted(others),
+                                                             kept=True).items()} if others else {}
     hits = []
     for score, mid, a in ranked:
         r = c.rows[mid]
@@ -929,4 +930,5 @@ def _touch(rt: Runtime, req: RecallRequest, hits: list[Hit]) -> None:
     rt.sql.defer(lambda conn: rt.sql.record_access(
         conn, req.tenant, accessed, k=req.k, user_id=req.user_id, at=at,
         growth=cfg.stability_growth, cap=cfg.stability_cap),
-        what=f"recording the accesses of a recall on tenant {req.tenant!r}")
+        what=f"recording the accesses of a recall on tenant {req.tenant!r}",
+        changes=[mid for mid, _ in accessed])

@@ -222,6 +222,10 @@ class Runtime:
         try:
             side = SideStore(url, attempts=config.retry_attempts, max_wait=config.retry_max_wait)
             side.setup()
+            if lock is not None and sql_url is None:
+                # the folder's own SQLite file, locked for this process: every write to it
+                # is this process's, so recall may keep the rows it read between calls
+                side.keep_rows()
             vectors = VectorIndex(
                 path=str(folder / "chroma") if chroma_url is None and folder else None,
                 url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,

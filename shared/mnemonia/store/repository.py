@@ -49,6 +49,7 @@ from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.scoring.sm2 import SM2State
 from mnemonia.store.retry import first_then
+from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import (
     ITEM_KEY,
     MIGRATIONS,
@@ -345,6 +346,9 @@ class SideStore:
         self._last_deferred: Future[None] | None = None
         self._writer_lock = threading.Lock()
         self._local = threading.local()
+        # rows kept between recalls (:meth:`keep_rows`): only where this process is the one
+        # writer, which is the opener's to say
+        self.row_cache: RowCache | None = None
         # A SQLite file's identity (device, inode), taken on the first connection and checked
         # before every session and before every commit: a file deleted or replaced under an
         # open engine is noticed before anything more is written to (or read from) it.
@@ -465,18 +469,36 @@ class SideStore:
             st = os.stat(self.file)
             self._identity = (st.st_dev, st.st_ino)
 
+    def keep_rows(self) -> None:
+        """Keep the rows recall reads between calls (:mod:`mnemonia.store.rowcache`). Only
+        for a store no other process writes to: its writes are not seen here."""
+        if self.row_cache is None:
+            self.row_cache = RowCache()
+
     @contextmanager
-    def _session(self, transaction: bool) -> Iterator[Connection]:
+    def _session(self, transaction: bool, changes: Sequence[str] | None = None
+                 ) -> Iterator[Connection]:
+        """A pooled connection (``transaction``: in a transaction, committed on leaving;
+        ``changes``: the only memory rows it changes, when it says so)."""
         self.check_file()  # before connecting: a new connection would make a new empty file
         conn = self._checkout()
         self._remember_file()
         self._local.depth = getattr(self._local, "depth", 0) + 1
+        cache = self.row_cache if transaction else None
+        if cache is not None:
+            cache.write_begins()
+            self._local.writing = getattr(self._local, "writing", 0) + 1
         try:
             with conn:
                 if transaction:
-                    with conn.begin():
-                        yield conn
-                        self.check_file()  # the last moment before the commit
+                    try:
+                        with conn.begin():
+                            yield conn
+                            self.check_file()  # the last moment before the commit
+                    finally:
+                        if cache is not None:  # committed or rolled back: nothing read now
+                            cache.write_ends(changes)  # is older than the store
+                            self._local.writing -= 1
                 else:
                     yield conn
         except sa.exc.DBAPIError as e:
@@ -503,7 +525,8 @@ class SideStore:
             yield conn
 
     # -- deferred writes -----------------------------------------------------------------
-    def defer(self, write: Callable[[Connection], None], what: str) -> None:
+    def defer(self, write: Callable[[Connection], None], what: str,
+              changes: Sequence[str] | None = None) -> None:
         """``write(conn)`` in a transaction of its own on this store's writer thread, after
         every write deferred before it; the caller does not wait (a recall's access counts
         are written while its answer is used).
@@ -513,11 +536,12 @@ class SideStore:
         inside another one does not wait again: its outer one did). Another process, or a
         connection not opened here, may see the write a moment after the caller returned.
         A write that fails is rolled back and logged as a warning naming ``what``; it is
-        not retried."""
+        not retried. ``changes``: the only memory rows the write changes, when it says so
+        (kept rows of other memories stay kept)."""
         def run() -> None:
             try:
                 # not begin(): its _settle() would wait for this very write
-                with self._lock, self._session(True) as conn:
+                with self._lock, self._session(True, changes) as conn:
                     write(conn)
             except Exception:
                 log.warning("%s failed and was not written", what, exc_info=True)
@@ -1010,11 +1034,28 @@ class SideStore:
         )
 
     def rows(self, conn: Connection, tenant: str, ids: Iterable[str], *, edges: bool = False,
-             where: SqlCondition | None = None) -> dict[str, Any]:
+             where: SqlCondition | None = None, kept: bool = False) -> dict[str, Any]:
         """Committed rows of ``ids`` in ``tenant`` (those matching ``where``, if given); with
         ``edges``, each row also says in ``has_edges`` whether any relation starts or ends at
-        it (so spreading reads relations only for memories that have some)."""
+        it (so spreading reads relations only for memories that have some).
+
+        ``kept``: rows kept by :meth:`keep_rows` may answer (recall's reads; never inside a
+        write transaction of this thread, which must see its own writes), and rows read with
+        ``edges`` are kept. Rows of another tenant, or not matching ``where``, are not
+        answered either way."""
         ids = list(dict.fromkeys(ids))
+        cache = self.row_cache
+        if kept and cache is not None and where is None \
+                and not getattr(self._local, "writing", 0):
+            since = cache.reading()
+            found, missing = cache.get(ids)
+            answer = {mid: r for mid, r in found.items() if r.tenant == tenant}
+            if missing:
+                got = self.rows(conn, tenant, missing, edges=edges)
+                if edges:
+                    cache.keep(got, since)
+                answer.update(got)
+            return answer
         out: dict[str, Any] = {}
         columns = _MEMORY_COLUMNS_EDGES if edges else _MEMORY_COLUMNS
         extra, params = (f" AND ({where.sql})", where.params) if where is not None else ("", ())
