@@ -113,6 +113,7 @@ class Candidates:
     logits: dict[str, float] = field(default_factory=dict)  # the reranker's, when one ran
     cues: CueIndex | None = None  # the tenant's use cues and use counts
     cue_sims: dict[str, float] = field(default_factory=dict)  # best cue cosine per memory
+    priors: dict[str, float] = field(default_factory=dict)  # the lifecycle mode's, once known
     exact: ExactScores | None = None  # every memory's cosine, for a mirrored collection
 
 
@@ -329,7 +330,7 @@ def relevance(rt: Runtime, r: Any, cosine: float, kq: KeywordQuery,
     :func:`keyword_part`, when already known."""
     cfg = rt.config
     kw, named = keyword_part(rt, r, kq) if part is None else part
-    fused = act.fuse(max(0.0, cosine), kw, keyword_weight=cfg.hybrid_keyword_weight)
+    fused = act.blend(max(0.0, cosine), kw, cfg.hybrid_keyword_weight)
     if named:
         fused = min(1.0, fused + cfg.speaker_weight)
     return kw, fused
@@ -412,20 +413,22 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
                 kw, fused = relevance(rt, c.rows[i], c.cos[i], kq)
                 c.info[i] = SeedInfo(cosine=c.cos[i], keyword=kw, seed=fused, fused=fused)
     session_best = _session_best(c) if cfg.session_weight > 0 else {}
-    for mid, info in c.info.items():
-        near = around.get(mid, ())
-        best = max((c.info[n].fused for n in near if n in c.info), default=0.0)
-        info.seed = act.context_lift(info.fused, best, weight=cfg.context_weight)
-        sid = c.rows[mid].session_id
+    # (the loop form of act.context_lift: the weights were checked with the config)
+    infos, rows, seeds = c.info, c.rows, c.seeds
+    context_weight, session_weight = cfg.context_weight, cfg.session_weight
+    threshold, keep_all = cfg.initial_threshold, req.floor == 0
+    for mid, info in infos.items():
+        best = max((infos[n].fused for n in around.get(mid, ()) if n in infos), default=0.0)
+        info.seed = act.lift(info.fused, best, context_weight)
+        sid = rows[mid].session_id
         if sid in session_best:
             # the session's support counts in proportion to the turn's own relevance, so a
             # turn unrelated to the query is not lifted by a strong match in its session
-            info.seed = act.context_lift(info.seed, session_best[sid] * info.fused,
-                                         weight=cfg.session_weight)
-        if info.seed >= cfg.initial_threshold or req.floor == 0:
-            c.seeds[mid] = info.seed
+            info.seed = act.lift(info.seed, session_best[sid] * info.fused, session_weight)
+        if info.seed >= threshold or keep_all:
+            seeds[mid] = info.seed
         else:
-            c.seeds.pop(mid, None)
+            seeds.pop(mid, None)
 
 
 def _session_best(c: Candidates) -> dict[str, float]:
@@ -769,21 +772,30 @@ def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.Mode,
     """The mode's final score of one memory row at ``activation`` (``c``: the recall's use
     counts and cue matches, for the lifecycle mode)."""
     if isinstance(weights, modes_mod.LifecyclePrior):
-        practice = practice_of(r, now, weights.practice_half_hours) \
-            if weights.practice_gain > 0 else 0.0
-        if c is not None and c.cues is not None and (r.id in c.cues.uses
-                                                     or r.id in c.cues.fails):
-            prior = weights.prior(uses=c.cues.uses.get(r.id, 0),
-                                  fails=c.cues.fails.get(r.id, 0),
-                                  cue=c.cue_sims.get(r.id, 0.0), practice=practice)
-        else:  # never used: the prior is 1 (with practice off)
-            prior = weights.prior(practice=practice) if practice else 1.0
+        prior = c.priors.get(r.id) if c is not None else None
+        if prior is None:
+            prior = _prior(r, weights, now, c)
+            if c is not None and c.cues is not None:  # (known once the cues are matched)
+                c.priors[r.id] = prior
         return weights.apply(min(1.0, activation), float(r.importance), prior)
     if weights.is_relevance:
         return weights.sim * min(1.0, activation)  # relevance: nothing else to read
     R = retention_of(rt, r, now) if weights.rec > 0.0 else 0.0
     return modes_mod.final_score(activation=min(1.0, activation), importance=r.importance,
                                  retention=R, utility=r.utility, weights=weights)
+
+
+def _prior(r: Any, weights: modes_mod.LifecyclePrior, now: datetime, c: Candidates | None
+           ) -> float:
+    """The lifecycle mode's prior of one memory row in this recall (its uses, failures, cue
+    match and practice)."""
+    practice = practice_of(r, now, weights.practice_half_hours) \
+        if weights.practice_gain > 0 else 0.0
+    if c is not None and c.cues is not None and (r.id in c.cues.uses or r.id in c.cues.fails):
+        return weights.prior(uses=c.cues.uses.get(r.id, 0), fails=c.cues.fails.get(r.id, 0),
+                             cue=c.cue_sims.get(r.id, 0.0), practice=practice)
+    # never used: the prior is 1 (with practice off)
+    return weights.prior(practice=practice) if practice else 1.0
 
 
 def _ranked(rt: Runtime, req: RecallRequest, c: Candidates

@@ -289,7 +289,13 @@ def context_lift(own: float, context: float, *, weight: float) -> float:
     g = require_finite(weight, "weight")
     if g < 0:
         raise InvalidInputError(f"weight={g!r}: must be >= 0")
-    return a + g * b * max(0.0, 1.0 - a)
+    return lift(a, b, g)
+
+
+def lift(own: float, context: float, weight: float) -> float:
+    """:func:`context_lift` without checks: the recall loop's form (its values are checked
+    where they are made; a check per candidate cost more than the lift itself)."""
+    return own + weight * context * max(0.0, 1.0 - own)
 
 
 def fuse(cosine: float, keyword: float, *, keyword_weight: float = DEFAULT_KEYWORD_WEIGHT) -> float:
@@ -302,7 +308,12 @@ def fuse(cosine: float, keyword: float, *, keyword_weight: float = DEFAULT_KEYWO
     c = require_finite(cosine, "cosine")
     k = require_unit(keyword, "keyword")
     w = require_unit(keyword_weight, "keyword_weight")
-    return (1.0 - w) * c + w * k
+    return blend(c, k, w)
+
+
+def blend(cosine: float, keyword: float, keyword_weight: float) -> float:
+    """:func:`fuse` without checks: the recall loop's form."""
+    return (1.0 - keyword_weight) * cosine + keyword_weight * keyword
 
 
 def relation_weight(rel_type: str, extra: Mapping[str, float] | None = None) -> float:
@@ -445,7 +456,8 @@ def spread(
     result: dict[str, Activation] = {}
     for mid, value in seeds.items():
         require_str(mid, "seed id")
-        a = require_finite(value, f"seed activation of {shown(mid)}")
+        a = value if type(value) is float and math.isfinite(value) \
+            else require_finite(value, f"seed activation of {shown(mid)}")
         if a < 0.0:
             raise InvalidInputError(
                 f"seed activation of {shown(mid)} must be >= 0, got {shown(value)}")
