@@ -69,7 +69,7 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
         if cfg.keyword_expansion > 0 or cfg.keyword_stem_credit > 0 else {}
     related = sorted({u for e in expansions.values() for u in e})
     read = bool(cfg.keyword_idf or related)
-    df = rt.sql.term_docs(conn, tenant, [*qtok, *related]) if read else {}
+    df = rt.sql.term_docs(conn, tenant, [*qtok, *related], kept=True) if read else {}
     expansions = {t: kept for t, e in expansions.items()
                   if (kept := {u: cr for u, cr in e.items() if df.get(u)})}
     if cfg.keyword_idf:

@@ -59,6 +59,38 @@ def test_a_read_that_overlaps_a_write_keeps_nothing() -> None:
     assert len(cache) == 0
 
 
+def test_document_counts_go_with_any_write_but_a_recalls_accesses() -> None:
+    cache = RowCache()
+    cache.keep_docs({"t:zebra": 0, "t:cat": 2}, cache.reading())
+    assert cache.docs(["t:zebra", "t:cat", "t:dog"]) == ({"t:zebra": 0, "t:cat": 2}, ["t:dog"])
+    cache.write_begins()
+    cache.write_ends(["m1"])  # a recall's accesses change no text: the counts stay
+    assert cache.docs(["t:cat"])[0] == {"t:cat": 2}
+    since = cache.reading()
+    cache.write_begins()
+    cache.keep_docs({"t:dog": 1}, since)  # read across a write: not kept
+    cache.write_ends(None)
+    assert cache.docs(["t:zebra", "t:cat", "t:dog"]) == ({}, ["t:zebra", "t:cat", "t:dog"])
+
+
+def test_a_word_first_asked_for_in_vain_is_found_once_a_memory_has_it(tmp_path: Path
+                                                                        ) -> None:
+    with _open(tmp_path / "s", ManualClock(START)) as engine:
+        for f in FACTS:
+            engine.add(f, tenant="t")
+
+        def counts() -> dict[str, int]:
+            with engine.runtime.reading() as conn:
+                return engine.sql.term_docs(conn, "t", ["zebra", "cat"], kept=True)
+
+        engine.recall("zebra cat", tenant="t", touch=False)  # no memory has "zebra": kept as 0
+        assert counts() == {"cat": 1}
+        zebra = engine.add("A zebra escaped from the city zoo", tenant="t").id
+        assert counts() == {"zebra": 1, "cat": 1}
+        hit = _hit(engine, "zebra", zebra)
+        assert hit is not None and hit.explanation.keyword and hit.explanation.keyword > 0
+
+
 def test_the_cache_starts_again_past_its_limit() -> None:
     cache = RowCache(limit=3)
     cache.keep({"a": 1, "b": 2}, cache.reading())

@@ -737,17 +737,27 @@ class SideStore:
         # Other dialects have no keyword index here: recall runs on the vectors alone.
         return []
 
-    def term_docs(self, conn: Connection, tenant: str, words: Sequence[str]) -> dict[str, int]:
+    def term_docs(self, conn: Connection, tenant: str, words: Sequence[str], *,
+                  kept: bool = False) -> dict[str, int]:
         """``{word: memories of the tenant that contain it}`` for the single-term ``words``
-        (folded as the keyword index folds them); words in none are left out."""
+        (folded as the keyword index folds them); words in none are left out. ``kept``:
+        counts kept by :meth:`keep_rows` may answer, and those read are kept (recall)."""
         token = tenant_token(tenant)
         split = {w: keyword_terms(w, token) for w in dict.fromkeys(words)}
         terms = {w: t[0] for w, t in split.items() if len(t) == 1}
         if not terms:
             return {}
         if self.dialect == "sqlite":
-            df = dict(self.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
-                                 f"({self.in_marks(len(terms))})", list(terms.values())))
+            cache = self.row_cache if kept and not getattr(self._local, "writing", 0) else None
+            since = cache.reading() if cache is not None else None
+            df, ask = cache.docs(terms.values()) if cache is not None \
+                else ({}, list(terms.values()))
+            if ask:
+                read = dict(self.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
+                                       f"({self.in_marks(len(ask))})", ask))
+                if cache is not None:
+                    cache.keep_docs({t: int(read.get(t) or 0) for t in ask}, since)
+                df.update(read)
             return {w: int(df[t]) for w, t in terms.items() if df.get(t)}
         if self.dialect == "postgresql":
             out = {}

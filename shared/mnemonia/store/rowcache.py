@@ -1,12 +1,14 @@
-"""Memory rows kept between recalls, for a side-store with one writing process.
+"""Memory rows (and the keyword index's document counts) kept between recalls, for a
+side-store with one writing process.
 
 Recall reads the rows of a few hundred candidates per call; on a tenant asked again and
 again most of them are the same rows, read again. An embedded store has one writing process
 (its folder lock), and every write of that process goes through a transaction of
 :class:`~mnemonia.store.repository.SideStore`, so the process knows when rows can change:
 
-- A write transaction that says which memory rows it changes (a recall's accesses) drops
-  those rows when it ends; any other write transaction drops every row.
+- A write transaction that says which memory rows it changes (a recall's accesses: no text,
+  relation or keyword changes) drops those rows when it ends; any other write transaction
+  drops every row and every document count.
 - A read stores what it read only if no write transaction was open when it began and none
   began or ended while it ran (:attr:`RowCache.generation` moves at both ends of every
   write), so a row read before a commit is never kept after it.
@@ -27,11 +29,13 @@ cache starts again empty."""
 
 
 class RowCache:
-    """Rows by memory id, valid while no write transaction has changed them."""
+    """Rows by memory id (and document counts by keyword term), valid while no write
+    transaction has changed them."""
 
     def __init__(self, limit: int = KEPT_ROWS) -> None:
         self._limit = limit
         self._rows: dict[str, Any] = {}
+        self._docs: dict[str, int] = {}
         self._lock = threading.Lock()
         self._writers = 0
         self.generation = 0  # moves when a write transaction begins and when it ends
@@ -52,6 +56,7 @@ class RowCache:
             self.generation += 1
             if changed is None:
                 self._rows.clear()
+                self._docs.clear()
             else:
                 for mid in changed:
                     self._rows.pop(mid, None)
@@ -86,3 +91,28 @@ class RowCache:
             if len(self._rows) + len(rows) > self._limit:
                 self._rows.clear()
             self._rows.update(rows)
+
+    def docs(self, terms: Iterable[str]) -> tuple[dict[str, int], list[str]]:
+        """``(kept document counts by term, terms not kept)``."""
+        kept = self._docs
+        found: dict[str, int] = {}
+        missing: list[str] = []
+        for t in terms:
+            n = kept.get(t)
+            if n is None:
+                missing.append(t)
+            else:
+                found[t] = n
+        return found, missing
+
+    def keep_docs(self, counts: Mapping[str, int], since: int | None) -> None:
+        """Keep document counts (0 for a term in no memory), read from generation
+        ``since``, unless a write began or ended since."""
+        if since is None or not counts:
+            return
+        with self._lock:
+            if self._writers or self.generation != since:
+                return
+            if len(self._docs) + len(counts) > self._limit:
+                self._docs.clear()
+            self._docs.update(counts)
