@@ -19,7 +19,7 @@ from mnemonia.clock import from_ts, to_ts
 from mnemonia.keywords import KeywordQuery, keyword_query
 from mnemonia.maintenance.ranking import priority_of, use_record, weights
 from mnemonia.models import Explanation, Hit, Link, RecallResult
-from mnemonia.runtime import CueIndex, EntityIndex, Runtime
+from mnemonia.runtime import NEAR_LINKS, CueIndex, EntityIndex, Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
@@ -97,7 +97,7 @@ class KeywordSide:
     # of the visible candidates: the query-only part of their relevance (keyword score, and
     # whether the query names their speaker), and their session neighbours
     parts: dict[str, tuple[float, bool]] = field(default_factory=dict)
-    around: dict[str, set[str]] = field(default_factory=dict)
+    around: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -348,10 +348,11 @@ def _fuse(rt: Runtime, c: Candidates, side: KeywordSide, floor: float) -> None:
 
 # -- 2b. session context ----------------------------------------------------------------------
 def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: set[str],
-                        window: int, rows: Mapping[str, Any]) -> dict[str, set[str]]:
+                        window: int, rows: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """``{id: memories at most window turns before or after it}`` along ``follows``. Each
-    memory's links are read once and kept (:meth:`Runtime.links_of`) until a write that
-    changes them; a memory whose row (in ``rows``) says it has no relations is not asked."""
+    memory's links, and its neighbourhood, are read once and kept (:meth:`Runtime.links_of`)
+    until a write that changes them; a memory whose row (in ``rows``) says it has no
+    relations is not asked."""
 
     def read(ask: list[str]) -> dict[str, tuple[str, ...]]:
         got: dict[str, set[str]] = {m: set() for m in ask}
@@ -364,22 +365,27 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
                 got[dst].add(src)
         return {m: tuple(sorted(n)) for m, n in got.items()}
 
-    adjacent: dict[str, tuple[str, ...]] = {}
-    frontier, seen = set(ids), set(ids)
-    for _ in range(window):
-        if not frontier:
-            break
-        adjacent.update(rt.links_of(req.tenant, "follows", frontier, read))
-        frontier = {n for m in frontier for n in adjacent[m]} - seen
-        seen |= frontier
-    out: dict[str, set[str]] = {}
-    for mid in ids:
-        ring, near = {mid}, set[str]()
+    def near(ask: list[str]) -> dict[str, tuple[str, ...]]:
+        adjacent: dict[str, tuple[str, ...]] = {}
+        frontier, seen = set(ask), set(ask)
         for _ in range(window):
-            ring = {n for m in ring for n in adjacent.get(m, ())} - near - {mid}
-            near |= ring
-        out[mid] = near
-    return out
+            if not frontier:
+                break
+            adjacent.update(rt.links_of(req.tenant, "follows", frontier, read))
+            frontier = {n for m in frontier for n in adjacent[m]} - seen
+            seen |= frontier
+        out: dict[str, tuple[str, ...]] = {}
+        for mid in ask:
+            ring, found = {mid}, set[str]()
+            for _ in range(window):
+                ring = {n for m in ring for n in adjacent.get(m, ())} - found - {mid}
+                found |= ring
+            out[mid] = tuple(sorted(found))
+        return out
+
+    # (a neighbourhood spans several memories' links: any write of the tenant's relations
+    # drops every kept one, see Runtime.links_written)
+    return rt.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids, near)
 
 
 def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
@@ -393,7 +399,7 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     if not c.info or not (neighbours or cfg.session_weight > 0):
         return
     kq = side.query
-    around: dict[str, set[str]] = {}
+    around: dict[str, tuple[str, ...]] = {}
     if neighbours:  # the keyword candidates' were read beside the query embedding
         around = {m: side.around[m] for m in c.info if m in side.around}
         around.update(_session_neighbours(rt, conn, req, set(c.info) - set(around),

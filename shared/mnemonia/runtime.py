@@ -84,6 +84,11 @@ KEPT_MEMORIES = 200_000
 """Memories whose keyword words recall keeps in memory, and per tenant and kind of link,
 memories whose links it keeps (past this many a cache starts afresh)."""
 
+NEAR_LINKS = "near"
+"""Kinds of kept links named with this prefix are neighbourhoods (what lies within some
+hops of a memory): they depend on other memories' links, so a write of any relation of the
+tenant drops all of them."""
+
 
 class StoreLock:
     """An exclusive advisory lock on an embedded store folder: one writing process at a time."""
@@ -361,12 +366,16 @@ class Runtime:
             self._drop_links(tenant, self._written.pop(tenant, set()))
 
     def _drop_links(self, tenant: str, ids: set[str]) -> None:
-        """Drop the kept links of ``ids`` (the cache lock held), so that a recall that read
-        them before cannot keep them (the epoch moves)."""
+        """Drop the kept links of ``ids``, and every kept neighbourhood (:data:`NEAR_LINKS`),
+        the cache lock held, so that a recall that read them before cannot keep them (the
+        epoch moves)."""
         if not ids:
             return
         self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
-        for kept in self.links.get(tenant, {}).values():
+        for kind, kept in self.links.get(tenant, {}).items():
+            if kind.startswith(NEAR_LINKS):
+                kept.clear()
+                continue
             for mid in ids:
                 kept.pop(mid, None)
 

@@ -172,3 +172,27 @@ def test_a_store_with_its_own_sql_url_keeps_no_rows(tmp_path: Path) -> None:
         engine.add(FACTS[0], tenant="t")
         engine.recall("cluster", tenant="t", touch=False)
         assert engine.sql.row_cache is None
+
+
+def test_a_turn_added_to_a_session_joins_the_kept_neighbourhoods_two_turns_away(
+        tmp_path: Path) -> None:
+    clock = ManualClock(START)
+    with _open(tmp_path / "s", clock) as engine:
+        turns = []
+        for text in FACTS[:3]:
+            clock.advance(timedelta(minutes=1))
+            turns.append(engine.add(text, tenant="t", session_id="s1").id)
+        first, second, third = turns
+        engine.enrich(tenant="t")  # the follows relations
+        engine.recall("Priya budget March", tenant="t", touch=False, min_activation=0.0)
+        kept = engine.runtime.kept_links("t", "near2")
+        assert set(kept[second]) == {first, third}
+        # the new turn follows the third: the second turn (not itself written) now has it
+        # two turns away
+        clock.advance(timedelta(minutes=1))
+        fourth = engine.add("Deployments freeze on Fridays after noon", tenant="t",
+                            session_id="s1").id
+        engine.enrich(tenant="t")
+        engine.recall("Priya budget March", tenant="t", touch=False, min_activation=0.0)
+        kept = engine.runtime.kept_links("t", "near2")
+        assert set(kept[second]) == {first, third, fourth}
