@@ -114,6 +114,7 @@ class Candidates:
     cues: CueIndex | None = None  # the tenant's use cues and use counts
     cue_sims: dict[str, float] = field(default_factory=dict)  # best cue cosine per memory
     priors: dict[str, float] = field(default_factory=dict)  # the lifecycle mode's, once known
+    scores: dict[str, tuple[float, float]] = field(default_factory=dict)  # (activation, final)
     exact: ExactScores | None = None  # every memory's cosine, for a mirrored collection
 
 
@@ -658,8 +659,7 @@ def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
     if req.entity is not None or (isinstance(weights, modes_mod.ModeWeights)
                                   and weights.sim <= 0):
         return req.floor
-    scores = sorted((final_score(rt, c.rows[m], a, weights, req.now, c)
-                     for m, a in c.seeds.items()
+    scores = sorted((_scored(rt, req, c, m, a) for m, a in c.seeds.items()
                      if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
     if len(scores) < k:
         return req.floor
@@ -791,6 +791,19 @@ def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.Mode,
                                  retention=R, utility=r.utility, weights=weights)
 
 
+def _scored(rt: Runtime, req: RecallRequest, c: Candidates, mid: str, activation: float
+            ) -> float:
+    """:func:`final_score` of a candidate in this recall, kept by activation (the spreading
+    bound asks for every seed twice, and the ranking again for most of them)."""
+    kept = c.scores.get(mid)
+    if kept is not None and kept[0] == activation:
+        return kept[1]
+    score = final_score(rt, c.rows[mid], activation, req.weights, req.now, c)
+    if c.cues is not None or not isinstance(req.weights, modes_mod.LifecyclePrior):
+        c.scores[mid] = (activation, score)  # (the lifecycle prior: once the cues are known)
+    return score
+
+
 def _prior(r: Any, weights: modes_mod.LifecyclePrior, now: datetime, c: Candidates | None
            ) -> float:
     """The lifecycle mode's prior of one memory row in this recall (its uses, failures, cue
@@ -813,8 +826,7 @@ def _ranked(rt: Runtime, req: RecallRequest, c: Candidates
     for mid, a in c.activations.items():
         if a.value < req.floor or mid not in rows:
             continue
-        prelim.append((final_score(rt, rows[mid], a.value, req.weights, req.now, c),
-                       mid, a))
+        prelim.append((_scored(rt, req, c, mid, a.value), mid, a))
     prelim.sort(key=lambda t: (-t[0], t[1]))
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
