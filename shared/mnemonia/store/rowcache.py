@@ -69,50 +69,41 @@ class RowCache:
 
     def get(self, ids: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
         """``(kept rows by id, ids not kept)``."""
-        rows = self._rows
-        found: dict[str, Any] = {}
-        missing: list[str] = []
-        for mid in ids:
-            r = rows.get(mid)
-            if r is None:
-                missing.append(mid)
-            else:
-                found[mid] = r
-        return found, missing
+        return _split(self._rows, ids)
 
     def keep(self, rows: Mapping[str, Any], since: int | None) -> None:
         """Keep ``rows``, read from generation ``since`` (see :meth:`reading`), unless a
         write began or ended since."""
-        if since is None or not rows:
-            return
-        with self._lock:
-            if self._writers or self.generation != since:
-                return
-            if len(self._rows) + len(rows) > self._limit:
-                self._rows.clear()
-            self._rows.update(rows)
+        self._keep(self._rows, rows, since)
 
     def docs(self, terms: Iterable[str]) -> tuple[dict[str, int], list[str]]:
         """``(kept document counts by term, terms not kept)``."""
-        kept = self._docs
-        found: dict[str, int] = {}
-        missing: list[str] = []
-        for t in terms:
-            n = kept.get(t)
-            if n is None:
-                missing.append(t)
-            else:
-                found[t] = n
-        return found, missing
+        return _split(self._docs, terms)
 
     def keep_docs(self, counts: Mapping[str, int], since: int | None) -> None:
-        """Keep document counts (0 for a term in no memory), read from generation
-        ``since``, unless a write began or ended since."""
-        if since is None or not counts:
+        """Keep document counts (0 for a term in no memory), as :meth:`keep`."""
+        self._keep(self._docs, counts, since)
+
+    def _keep(self, kept: dict[str, Any], values: Mapping[str, Any], since: int | None
+              ) -> None:
+        if since is None or not values:
             return
         with self._lock:
             if self._writers or self.generation != since:
                 return
-            if len(self._docs) + len(counts) > self._limit:
-                self._docs.clear()
-            self._docs.update(counts)
+            if len(kept) + len(values) > self._limit:
+                kept.clear()
+            kept.update(values)
+
+
+def _split(kept: Mapping[str, Any], keys: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """``(the kept values of keys, keys not kept)``."""
+    found: dict[str, Any] = {}
+    missing: list[str] = []
+    for key in keys:
+        value = kept.get(key)
+        if value is None:
+            missing.append(key)
+        else:
+            found[key] = value
+    return found, missing
