@@ -6,7 +6,7 @@ side effects. Scoring formulas come from the pure :mod:`mnemonia.scoring` core.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,6 +50,11 @@ PREFILTER_LIMIT = 2048
 it; when it would have to grow past this many, the matching memories are read by SQL and
 ranked exactly by their stored vectors instead, if there are at most this many of them (else
 the pool keeps widening)."""
+WHOLE_TENANT_LINKS = 2_000
+"""A tenant with at most this many active memories has each kind of link recall keeps
+(``follows``, the edges spreading reads) read for all its memories at once when recall first
+needs that kind: one read, where a first pass over the tenant's questions read them a few
+memories at a time on every recall. A larger tenant's are read as recall reaches them."""
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 
@@ -384,9 +389,22 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
             out[mid] = tuple(sorted(found))
         return out
 
+    _whole_tenant(rt, conn, req.tenant, "follows", read)
     # (a neighbourhood spans several memories' links: any write of the tenant's relations
     # drops every kept one, see Runtime.links_written)
     return rt.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids, near)
+
+
+def _whole_tenant(rt: Runtime, conn: Connection, tenant: str, kind: str,
+                  read: Callable[[list[str]], Mapping[str, tuple[Any, ...]]]) -> None:
+    """Keep the links of ``kind`` of every active memory of a small tenant
+    (:data:`WHOLE_TENANT_LINKS`) when none are kept yet; ``read`` as for
+    :meth:`Runtime.links_of`."""
+    if rt.kept_links(tenant, kind) or _tenant_size(rt, conn, tenant) > WHOLE_TENANT_LINKS:
+        return
+    ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"])]
+    if ids:
+        rt.links_of(tenant, kind, ids, read)
 
 
 def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
@@ -727,6 +745,7 @@ class _Spreader:
                 got[dst if incoming else src].append((src, dst, rtype, strength))
             return {m: tuple(edges) for m, edges in got.items()}
 
+        _whole_tenant(self.rt, self.conn, self.req.tenant, "edges", read)
         kept = self.rt.links_of(self.req.tenant, "edges", frontier, read)
         return [e for edges in kept.values() for e in edges]
 

@@ -1,6 +1,8 @@
-"""The rows recall keeps between calls on an embedded store: every write of the process is
-seen by the next recall (edits, pins, deletes, feedback, a recall's own accesses), a read that
-overlapped a write keeps nothing, and a store another process may write to keeps no rows."""
+"""What recall keeps between calls. The rows of an embedded store: every write of the process
+is seen by the next recall (edits, pins, deletes, feedback, a recall's own accesses), a read
+that overlapped a write keeps nothing, and a store another process may write to keeps no rows.
+The links of a small tenant, read all at once: recall ranks exactly as when it reads them a
+few at a time."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia import recall as recall_mod
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.store.rowcache import RowCache
 
@@ -196,3 +200,56 @@ def test_a_turn_added_to_a_session_joins_the_kept_neighbourhoods_two_turns_away(
         engine.recall("Priya budget March", tenant="t", touch=False, min_activation=0.0)
         kept = engine.runtime.kept_links("t", "near2")
         assert set(kept[second]) == {first, third, fourth}
+
+
+QUESTIONS = ["who reviews the budget", "what does the cat like", "when do deployments freeze",
+             "where is lunch on Thursdays", "what changed about the wifi", "who is on call"]
+
+
+def _session_store(path: Path) -> tuple[MemoryEngine, ManualClock]:
+    clock = ManualClock(START)
+    engine = _open(path, clock)
+    for day in range(12):
+        for i, text in enumerate(FACTS):
+            clock.advance(timedelta(minutes=1))
+            engine.add(f"{text} (day {day}, note {i})", tenant="t", session_id=f"s{day}",
+                       speaker="Ana" if i % 2 else "Ben")
+    engine.enrich(tenant="t")
+    return engine, clock
+
+
+def _rankings(engine: MemoryEngine) -> list[list[tuple[str, float]]]:
+    return [[(h.memory.id, h.score) for h in engine.recall(
+        q, tenant="t", k=8, touch=False, min_activation=0.0).memories] for q in QUESTIONS]
+
+
+def test_a_small_tenants_links_are_read_at_once_and_rank_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine, clock = _session_store(tmp_path / "s")
+    with engine:
+        everyone = {m.id for m in engine.list(tenant="t")}
+        whole = _rankings(engine)
+        for kind in ("follows", "edges"):
+            assert set(engine.runtime.kept_links("t", kind)) == everyone
+    monkeypatch.setattr(recall_mod, "WHOLE_TENANT_LINKS", 0)
+    with _open(tmp_path / "s", ManualClock(clock.now())) as engine:
+        first = engine.recall(QUESTIONS[0], tenant="t", k=8, touch=False, min_activation=0.0)
+        assert set(engine.runtime.kept_links("t", "edges")) < everyone  # a few at a time
+        few = _rankings(engine)
+    assert [(h.memory.id, h.score) for h in first.memories] == whole[0]
+    assert few == whole
+
+
+def test_links_read_at_once_see_a_later_write(tmp_path: Path) -> None:
+    engine, clock = _session_store(tmp_path / "s")
+    with engine:
+        _rankings(engine)  # every link kept
+        clock.advance(timedelta(minutes=1))
+        new = engine.add("The cat now prefers tuna over salmon", tenant="t", session_id="s3",
+                         speaker="Ana").id
+        engine.enrich(tenant="t")
+        kept = engine.runtime.kept_links("t", "follows")
+        assert all(new not in links for links in kept.values())  # the writes dropped them
+        engine.recall("what does the cat like", tenant="t", touch=False)
+        follows = engine.runtime.kept_links("t", "follows")
+        assert any(new in links for links in follows.values())
