@@ -23,9 +23,10 @@ import threading
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-KEPT_ROWS = 100_000
-"""At most this many rows are kept (a few hundred bytes each plus the text); past it the
-cache starts again empty."""
+KEPT_ROWS = 50_000
+"""At most this many rows (and as many document counts) are kept; past it the cache starts
+again empty. A row of a LoCoMo turn (a sentence or two) takes ~1.4 KB in the process, so
+~70 MB at the limit; longer texts take more."""
 
 
 class RowCache:
