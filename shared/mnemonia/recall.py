@@ -5,6 +5,7 @@ side effects. Scoring formulas come from the pure :mod:`mnemonia.scoring` core.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
@@ -424,7 +425,7 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
         around.update(_session_neighbours(rt, conn, req, set(c.info) - set(around),
                                           cfg.context_window, c.rows))
     # new memories are read around the strongest candidates only
-    sources = sorted(c.info, key=lambda m: (-c.info[m].fused, m))[:CONTEXT_SOURCES]
+    sources = heapq.nsmallest(CONTEXT_SOURCES, c.info, key=lambda m: (-c.info[m].fused, m))
     new = sorted({n for m in sources for n in around.get(m, ())} - set(c.info))
     if new:
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in new if i not in c.rows],
@@ -677,8 +678,16 @@ def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
     if req.entity is not None or (isinstance(weights, modes_mod.ModeWeights)
                                   and weights.sim <= 0):
         return req.floor
-    scores = sorted((_scored(rt, req, c, m, a) for m, a in c.seeds.items()
-                     if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
+    rows, kept = c.rows, c.scores
+    scores = []
+    for m, a in c.seeds.items():
+        r = rows.get(m)
+        if r is None or r.consolidated_into is not None:
+            continue
+        memo = kept.get(m)  # (the loop form of _scored)
+        scores.append(memo[1] if memo is not None and memo[0] == a
+                      else _scored(rt, req, c, m, a))
+    scores.sort(reverse=True)
     if len(scores) < k:
         return req.floor
     if isinstance(weights, modes_mod.LifecyclePrior):

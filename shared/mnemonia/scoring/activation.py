@@ -8,6 +8,7 @@ are at most 1, a spread activation never exceeds the strongest seed.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -474,7 +475,7 @@ def spread(
     def bounded(ids: Iterable[str]) -> frozenset[str]:
         if beam is None:
             return frozenset(ids)
-        return frozenset(sorted(ids, key=lambda m: (-result[m].value, m))[:beam])
+        return frozenset(heapq.nsmallest(beam, ids, key=lambda m: (-result[m].value, m)))
 
     frontier = bounded(result)
     for hop in range(1, hops_total + 1):
