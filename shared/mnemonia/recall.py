@@ -678,16 +678,8 @@ def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
     if req.entity is not None or (isinstance(weights, modes_mod.ModeWeights)
                                   and weights.sim <= 0):
         return req.floor
-    rows, kept = c.rows, c.scores
-    scores = []
-    for m, a in c.seeds.items():
-        r = rows.get(m)
-        if r is None or r.consolidated_into is not None:
-            continue
-        memo = kept.get(m)  # (the loop form of _scored)
-        scores.append(memo[1] if memo is not None and memo[0] == a
-                      else _scored(rt, req, c, m, a))
-    scores.sort(reverse=True)
+    scores = sorted((_scored(rt, req, c, m, a) for m, a in c.seeds.items()
+                     if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
     if len(scores) < k:
         return req.floor
     if isinstance(weights, modes_mod.LifecyclePrior):

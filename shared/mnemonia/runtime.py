@@ -28,6 +28,7 @@ from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, QueryCache, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
 from mnemonia.store.repository import Connection, SideStore
+from mnemonia.store.rowcache import split_kept
 from mnemonia.store.vector import VectorIndex
 
 __all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "TermIndex", "store_folder",
@@ -390,14 +391,7 @@ class Runtime:
         ``read(ids not kept)`` answers (for each id it is given), which is kept too."""
         known = self.kept_links(tenant, kind)
         epoch = self.index_epoch(tenant)
-        out: dict[str, tuple[Any, ...]] = {}
-        ask = []
-        for m in ids:
-            links = known.get(m)
-            if links is None:
-                ask.append(m)
-            else:
-                out[m] = links
+        out, ask = split_kept(known, ids)
         if ask:
             learned = read(sorted(ask))
             self.keep_links(tenant, kind, learned, epoch)

@@ -16,14 +16,9 @@ from mnemonia import recall as recall_mod
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.store.rowcache import RowCache
 
-FACTS = [
-    "The staging cluster runs on Kubernetes in Frankfurt",
-    "Priya reviews the quarterly budget every March",
-    "The office cat is called Miso and likes salmon",
-    "Deployments freeze on Fridays after noon",
-    "The wifi password changed to correct-horse",
-    "Lunch on Thursdays is at the Thai place downstairs",
-]
+from tests.integration.test_exact_search import FACTS as EXACT_SEARCH_FACTS
+
+FACTS = EXACT_SEARCH_FACTS[:6]
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 

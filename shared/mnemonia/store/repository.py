@@ -475,6 +475,12 @@ class SideStore:
         if self.row_cache is None:
             self.row_cache = RowCache()
 
+    def _kept(self, asked: bool) -> RowCache | None:
+        """The kept rows and counts a read ``asked`` for may use: none inside a write
+        transaction of this thread, which must see its own writes."""
+        writing: int = getattr(self._local, "writing", 0)
+        return self.row_cache if asked and not writing else None
+
     @contextmanager
     def _session(self, transaction: bool, changes: Sequence[str] | None = None
                  ) -> Iterator[Connection]:
@@ -748,7 +754,7 @@ class SideStore:
         if not terms:
             return {}
         if self.dialect == "sqlite":
-            cache = self.row_cache if kept and not getattr(self._local, "writing", 0) else None
+            cache = self._kept(kept)
             since = cache.reading() if cache is not None else None
             df, ask = cache.docs(terms.values()) if cache is not None \
                 else ({}, list(terms.values()))
@@ -1054,9 +1060,8 @@ class SideStore:
         ``edges`` are kept. Rows of another tenant, or not matching ``where``, are not
         answered either way."""
         ids = list(dict.fromkeys(ids))
-        cache = self.row_cache
-        if kept and cache is not None and where is None \
-                and not getattr(self._local, "writing", 0):
+        cache = self._kept(kept) if where is None else None
+        if cache is not None:
             since = cache.reading()
             found, missing = cache.get(ids)
             answer = {mid: r for mid, r in found.items() if r.tenant == tenant}

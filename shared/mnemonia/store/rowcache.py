@@ -70,7 +70,7 @@ class RowCache:
 
     def get(self, ids: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
         """``(kept rows by id, ids not kept)``."""
-        return _split(self._rows, ids)
+        return split_kept(self._rows, ids)
 
     def keep(self, rows: Mapping[str, Any], since: int | None) -> None:
         """Keep ``rows``, read from generation ``since`` (see :meth:`reading`), unless a
@@ -79,7 +79,7 @@ class RowCache:
 
     def docs(self, terms: Iterable[str]) -> tuple[dict[str, int], list[str]]:
         """``(kept document counts by term, terms not kept)``."""
-        return _split(self._docs, terms)
+        return split_kept(self._docs, terms)
 
     def keep_docs(self, counts: Mapping[str, int], since: int | None) -> None:
         """Keep document counts (0 for a term in no memory), as :meth:`keep`."""
@@ -97,8 +97,9 @@ class RowCache:
             kept.update(values)
 
 
-def _split(kept: Mapping[str, Any], keys: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
-    """``(the kept values of keys, keys not kept)``."""
+def split_kept(kept: Mapping[str, Any], keys: Iterable[str]
+               ) -> tuple[dict[str, Any], list[str]]:
+    """``(the kept values of keys, keys not kept)``, in the order of ``keys``."""
     found: dict[str, Any] = {}
     missing: list[str] = []
     for key in keys:
