@@ -721,7 +721,7 @@ class _Spreader:
                     and m in rows and rows[m].has_edges}
         if not frontier:
             return []
-        edges = self._choose(self._edges_around(frontier), frontier, level)
+        edges = self._choose(self._spread_lists(frontier), level)
         new = [i for i in {e.dst for e in edges} | {e.src for e in edges} if i not in rows]
         if new:
             rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True, kept=True,
@@ -734,41 +734,44 @@ class _Spreader:
                 if e.src in rows and e.dst in rows
                 and visible(rows[e.src], None, old) and visible(rows[e.dst], None, old)]
 
-    def _edges_around(self, frontier: set[str]) -> list[Any]:
-        """The edges spreading reads around ``frontier`` (``SideStore.edges_around``): each
-        memory's are read once and kept (:meth:`Runtime.links_of`) until a write that
-        changes them."""
+    def _spread_lists(self, frontier: set[str]) -> dict[str, tuple[Any, ...]]:
+        """``{id: what it spreads along}`` for ``frontier``: its edges of a spreading type
+        (``SideStore.edges_around``: those leaving it, and the strongest of the symmetric
+        types that point at it), strongest first, as ``(-weight, other end, type, src,
+        strength)``. Each memory's are read once and kept (:meth:`Runtime.links_of`) until a
+        write that changes them."""
+        type_weight = self.type_weight
 
         def read(ask: list[str]) -> dict[str, tuple[Any, ...]]:
             got: dict[str, list[Any]] = {m: [] for m in ask}
             for src, dst, rtype, strength, incoming in self.rt.sql.edges_around(
                     self.conn, self.req.tenant, ask, self.symmetric, EDGES_PER_SOURCE):
-                got[dst if incoming else src].append((src, dst, rtype, strength))
-            return {m: tuple(edges) for m, edges in got.items()}
+                tw = type_weight.get(rtype)
+                if tw is None:
+                    continue  # not a spreading type
+                w = strength * tw
+                if incoming:  # a symmetric edge: its target spreads back to its source
+                    got[dst].append((-w, src, rtype, src, strength))
+                else:
+                    got[src].append((-w, dst, rtype, src, strength))
+            return {m: tuple(sorted(out)) for m, out in got.items()}
 
-        _whole_tenant(self.rt, self.conn, self.req.tenant, "edges", read)
-        kept = self.rt.links_of(self.req.tenant, "edges", frontier, read)
-        return [e for edges in kept.values() for e in edges]
+        _whole_tenant(self.rt, self.conn, self.req.tenant, "spread", read)
+        return self.rt.links_of(self.req.tenant, "spread", frontier, read)
 
-    def _choose(self, raw: list[Any], frontier: set[str], level: Mapping[str, float]
+    def _choose(self, lists: Mapping[str, tuple[Any, ...]], level: Mapping[str, float]
                 ) -> list[act.Edge]:
         """Each frontier memory spreads along its EDGES_PER_SOURCE strongest edges only,
-        so a hub (a memory many others link to) costs no more than any other memory."""
-        by_source: dict[str, list[tuple[float, str, str, str, float]]] = {}
-        for src, dst, rtype, strength in raw:  # (src, dst, type, strength) tuples
-            tw = self.type_weight.get(rtype)
-            if tw is None:
-                continue  # not a spreading type
-            w = strength * tw
-            if src in frontier and level[src] * w * self.decay >= self.bound:
-                by_source.setdefault(src, []).append((-w, dst, rtype, src, strength))
-            if dst in frontier and rtype in act.SYMMETRIC_RELATIONS \
-                    and level[dst] * w * self.decay >= self.bound:
-                by_source.setdefault(dst, []).append((-w, src, rtype, src, strength))
+        so a hub (a memory many others link to) costs no more than any other memory; and
+        only along those whose spread can reach the bound (a list is strongest first, so
+        the first that cannot ends it)."""
+        decay, bound = self.decay, self.bound
         chosen: dict[tuple[str, str, str], act.Edge] = {}
-        for source, out in by_source.items():
-            out.sort()
-            for _, other, rtype, src, strength in out[:EDGES_PER_SOURCE]:
+        for source, out in lists.items():
+            a = level[source]
+            for nw, other, rtype, src, strength in out[:EDGES_PER_SOURCE]:
+                if a * -nw * decay < bound:
+                    break
                 dst = other if src == source else source
                 if (src, dst, rtype) not in chosen:
                     chosen[(src, dst, rtype)] = act.Edge(src=src, dst=dst, type=rtype,

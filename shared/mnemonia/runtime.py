@@ -203,7 +203,8 @@ class Runtime:
         # memory id -> (text, metadata, created_at, keyword words, speaker) (recall's fusion)
         self.keyword_words: dict[str, tuple[str, str, float, frozenset[str], str | None]] = {}
         # tenant -> kind -> memory id -> its links, as recall read them: "follows" (the
-        # memories it follows or that follow it), "edges" (what spreading reads around it)
+        # memories it follows or that follow it), "spread" (what spreading
+        # may follow from it, strongest first), "hidden" (its contradictions and supersessions)
         self.links: dict[str, dict[str, dict[str, tuple[Any, ...]]]] = {}
         self._written: dict[str, set[str]] = {}  # tenant -> ids whose relations a write changes
         self.closed = False

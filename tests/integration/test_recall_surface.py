@@ -196,3 +196,29 @@ def test_cli_recall_prints_the_sections_a_table_or_json(tmp_path: Path,
         "Lena is allergic to peanuts", "Lena moved to Porto in May"}
     topic = run(app, ["recall", "tyres", *base, "--topic", "cars", "--json"])
     assert topic.exit_code == 0
+
+
+def test_a_hub_spreads_along_its_strongest_relations_whichever_ends_are_seeds(
+        engine: MemoryEngine) -> None:
+    # A hub related to 20 memories, strongest first. Its six strongest neighbours match the
+    # query a little themselves, so they spread in the same hop (fillers that match it more
+    # keep the other neighbours out of the spreading frontier). The hub spreads along its
+    # EDGES_PER_SOURCE strongest relations, each counted once however many of the memories
+    # that spread hold it.
+    from mnemonia.recall import EDGES_PER_SOURCE
+    hub = engine.add("The staging cluster runs on Kubernetes", tenant="t")
+    for i in range(14):
+        engine.add(f"Staging cluster runbook page {i}", tenant="t")
+    near = []
+    for i in range(20):
+        text = f"Staging note {i}: the florist delivers tulips on day {i}" if i < 6 \
+            else f"Memo {i}: the florist delivers tulips on day {i}"
+        near.append(engine.add(text, tenant="t"))
+        engine.relate(hub.id, near[-1].id, "related_to", strength=1.0 - 0.02 * i,
+                      tenant="t")
+    res = engine.recall("which orchestrator runs the staging cluster?", tenant="t", k=60,
+                        min_activation=0, touch=False)
+    paths = {h.id: h.explanation.path for h in res.memories}
+    assert paths[hub.id] is None
+    assert [i for i, m in enumerate(near) if paths.get(m.id) == (hub.id, "related_to")] \
+        == list(range(EDGES_PER_SOURCE))

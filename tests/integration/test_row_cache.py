@@ -224,12 +224,12 @@ def test_a_small_tenants_links_are_read_at_once_and_rank_the_same(
     with engine:
         everyone = {m.id for m in engine.list(tenant="t")}
         whole = _rankings(engine)
-        for kind in ("follows", "edges"):
+        for kind in ("follows", "spread", "hidden"):
             assert set(engine.runtime.kept_links("t", kind)) == everyone
     monkeypatch.setattr(recall_mod, "WHOLE_TENANT_LINKS", 0)
     with _open(tmp_path / "s", ManualClock(clock.now())) as engine:
         first = engine.recall(QUESTIONS[0], tenant="t", k=8, touch=False, min_activation=0.0)
-        assert set(engine.runtime.kept_links("t", "edges")) < everyone  # a few at a time
+        assert set(engine.runtime.kept_links("t", "spread")) < everyone  # a few at a time
         few = _rankings(engine)
     assert [(h.memory.id, h.score) for h in first.memories] == whole[0]
     assert few == whole
