@@ -53,9 +53,10 @@ ranked exactly by their stored vectors instead, if there are at most this many o
 the pool keeps widening)."""
 WHOLE_TENANT_LINKS = 2_000
 """A tenant with at most this many active memories has each kind of link recall keeps
-(``follows``, the edges spreading reads, contradictions and supersessions) read for all its memories at once when recall first
-needs that kind: one read, where a first pass over the tenant's questions read them a few
-memories at a time on every recall. A larger tenant's are read as recall reaches them."""
+(``follows``, what spreading follows, contradictions and supersessions) read for all its
+memories at once when recall first needs that kind: one read, where a first pass over the
+tenant's questions read them a few memories at a time on every recall. A larger tenant's are
+read as recall reaches them."""
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
 
