@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 from mnemonia.errors import (
     InvalidInputError,
@@ -374,9 +375,9 @@ class Edge:
         object.__setattr__(self, "strength", validate_strength(self.strength))
 
 
-@dataclass(frozen=True, kw_only=True)
-class Activation:
-    """How strongly a memory is activated, and why.
+class Activation(NamedTuple):
+    """How strongly a memory is activated, and why (a named tuple: :func:`spread` makes one
+    per seed, and a dataclass cost three times as much to make).
 
     Attributes:
         value: The activation.
@@ -462,7 +463,7 @@ def spread(
         if a < 0.0:
             raise InvalidInputError(
                 f"seed activation of {shown(mid)} must be >= 0, got {shown(value)}")
-        result[mid] = Activation(value=a, source=None, relation=None, hops=0, seed=a)
+        result[mid] = Activation(a, None, None, 0, a)
 
     def penalised(target: str, value: float) -> float:
         if query_topic is None or topics is None:
@@ -475,7 +476,8 @@ def spread(
     def bounded(ids: Iterable[str]) -> frozenset[str]:
         if beam is None:
             return frozenset(ids)
-        return frozenset(heapq.nsmallest(beam, ids, key=lambda m: (-result[m].value, m)))
+        ranked = heapq.nsmallest(beam, [(-result[m].value, m) for m in ids])
+        return frozenset([m for _, m in ranked])
 
     frontier = bounded(result)
     for hop in range(1, hops_total + 1):
@@ -509,13 +511,8 @@ def spread(
             previous = result.get(target)
             if previous is not None and candidate <= previous.value:
                 continue
-            result[target] = Activation(
-                value=candidate,
-                source=source,
-                relation=relation,
-                hops=hop,
-                seed=previous.seed if previous is not None else 0.0,
-            )
+            result[target] = Activation(candidate, source, relation, hop,
+                                        previous.seed if previous is not None else 0.0)
             raised.add(target)
         frontier = bounded(raised)
     return result
