@@ -81,7 +81,7 @@ class RecallRequest:
     where: SqlCondition | None = None  # only memories matching it (a store search's filter)
 
 
-@dataclass
+@dataclass(slots=True)
 class SeedInfo:
     """How a memory entered recall: its cosine, keyword share, fused seed, entity boost."""
 
@@ -426,8 +426,8 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
         around.update(_session_neighbours(rt, conn, req, set(c.info) - set(around),
                                           cfg.context_window, c.rows))
     # new memories are read around the strongest candidates only
-    sources = heapq.nsmallest(CONTEXT_SOURCES, c.info, key=lambda m: (-c.info[m].fused, m))
-    new = sorted({n for m in sources for n in around.get(m, ())} - set(c.info))
+    sources = heapq.nsmallest(CONTEXT_SOURCES, [(-i.fused, m) for m, i in c.info.items()])
+    new = sorted({n for _, m in sources for n in around.get(m, ())} - set(c.info))
     if new:
         c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in new if i not in c.rows],
                                   edges=True, kept=True))
@@ -444,14 +444,20 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     infos, rows, seeds = c.info, c.rows, c.seeds
     context_weight, session_weight = cfg.context_weight, cfg.session_weight
     threshold, keep_all = cfg.initial_threshold, req.floor == 0
+    fused = {mid: info.fused for mid, info in infos.items()}  # (relevances are >= 0)
     for mid, info in infos.items():
-        best = max((infos[n].fused for n in around.get(mid, ()) if n in infos), default=0.0)
+        best = 0.0
+        for n in around.get(mid, ()):
+            f = fused.get(n)
+            if f is not None and f > best:
+                best = f
         info.seed = act.lift(info.fused, best, context_weight)
-        sid = rows[mid].session_id
-        if sid in session_best:
-            # the session's support counts in proportion to the turn's own relevance, so a
-            # turn unrelated to the query is not lifted by a strong match in its session
-            info.seed = act.lift(info.seed, session_best[sid] * info.fused, session_weight)
+        if session_best:
+            sid = rows[mid].session_id
+            if sid in session_best:
+                # the session's support counts in proportion to the turn's own relevance, so
+                # a turn unrelated to the query is not lifted by a strong match in its session
+                info.seed = act.lift(info.seed, session_best[sid] * info.fused, session_weight)
         if info.seed >= threshold or keep_all:
             seeds[mid] = info.seed
         else:
