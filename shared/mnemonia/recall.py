@@ -444,11 +444,11 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     infos, rows, seeds = c.info, c.rows, c.seeds
     context_weight, session_weight = cfg.context_weight, cfg.session_weight
     threshold, keep_all = cfg.initial_threshold, req.floor == 0
-    fused = {mid: info.fused for mid, info in infos.items()}  # (relevances are >= 0)
+    relevances = {mid: info.fused for mid, info in infos.items()}  # (all >= 0)
     for mid, info in infos.items():
         best = 0.0
         for n in around.get(mid, ()):
-            f = fused.get(n)
+            f = relevances.get(n)
             if f is not None and f > best:
                 best = f
         info.seed = act.lift(info.fused, best, context_weight)
