@@ -485,12 +485,14 @@ def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec:
     if isinstance(req.weights, modes_mod.LifecyclePrior):  # use counts and cue matches
         c.cues = cue_index(rt, conn, req.tenant)
         _cue_matches(req.weights, qvec, c)
-    _entity_seeds(rt, conn, col, req, qvec, qtok, kq, c, _spread_bound(rt, c, req))
+    bound = _spread_bound(rt, c, req)
+    if _entity_seeds(rt, conn, col, req, qvec, qtok, kq, c, bound):
+        bound = _spread_bound(rt, c, req)  # (new seeds can only raise it)
     # 4. spreading: only the spread_frontier most activated memories spread per hop, each
     # along its EDGES_PER_SOURCE strongest relations, and only where the spread value
     # could still matter (reach the top k, or pass the floor).
     cfg = rt.config
-    spreader = _Spreader(rt, conn, req, c, _spread_bound(rt, c, req))
+    spreader = _Spreader(rt, conn, req, c, bound)
     c.activations = act.spread(
         c.seeds, spreader, depth=cfg.spread_depth, decay=cfg.spread_decay,
         type_weights=rt.type_weights or None, topics=spreader.topics, query_topic=req.topic,
@@ -581,8 +583,9 @@ def _weighted_entities(rt: Runtime, conn: Connection, tenant: str, idx: EntityIn
 
 def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
                   qvec: np.ndarray, qtok: list[str], kq: KeywordQuery,
-                  c: Candidates, bound: float = 0.0) -> None:
-    """Step 3: entities the query names or resembles boost their memories.
+                  c: Candidates, bound: float = 0.0) -> bool:
+    """Step 3: entities the query names or resembles boost their memories; whether any
+    seed was set or raised.
 
     An entity's strength ``s`` is ``NAME_MATCH_STRENGTH`` when every 3+ character word of
     its name is a query word, else the cosine of its label to the query when that reaches
@@ -595,21 +598,24 @@ def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     activation a memory needs to reach the top k, or the floor) is skipped.
     """
     if rt.config.entity_fanout == 0:
-        return
+        return False
     idx = entity_index(rt, conn, req.tenant)
     if not idx.names:
-        return
+        return False
     strength = _entity_strengths(rt, idx, qvec, qtok)
     if not strength:
-        return
+        return False
+    boosted = False
     for _, name, s, weight in _weighted_entities(rt, conn, req.tenant, idx, strength, bound):
-        _boost_entity(rt, conn, col, req, qvec, kq, c, (name, s, weight), bound)
+        boosted |= _boost_entity(rt, conn, col, req, qvec, kq, c, (name, s, weight), bound)
+    return boosted
 
 
 def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
                   qvec: np.ndarray, kq: KeywordQuery, c: Candidates,
-                  entity: tuple[str, float, float], bound: float) -> None:
-    """Seed the best fused memories linked to one ``(name, strength, weight)`` entity."""
+                  entity: tuple[str, float, float], bound: float) -> bool:
+    """Seed the best fused memories linked to one ``(name, strength, weight)`` entity;
+    whether any seed was set or raised."""
     cfg = rt.config
     name, s, weight = entity
     # only memories important enough for their boost to reach the bound
@@ -630,11 +636,14 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
             kw, fused = relevance(rt, c.rows[i], c.cos.get(i, 0.0), kq)
             c.info[i] = SeedInfo(cosine=c.cos.get(i), keyword=kw, seed=None, fused=fused)
     linked.sort(key=lambda i: (-(c.info[i].seed or c.info[i].fused), i))
+    boosted = False
     for i in linked[:cfg.entity_fanout]:
         boost = 0.8 * s * c.rows[i].importance * weight
         if boost > c.seeds.get(i, 0.0) and boost >= bound:
             c.seeds[i] = boost
             c.info[i].entity = name
+            boosted = True
+    return boosted
 
 
 # -- 3b. use cues -----------------------------------------------------------------------------
@@ -788,9 +797,8 @@ class _Spreader:
 
 # -- 5. scoring -------------------------------------------------------------------------------
 def retention_of(rt: Runtime, r: Any, now: datetime) -> float:
-    return ret.retention(accessed_at=from_ts(r.accessed_at), now=now,
-                         importance=r.importance, stability=r.stability,
-                         half_life=rt.config.retention_half_life)
+    return ret.retained(max(0.0, (now - from_ts(r.accessed_at)).total_seconds()),
+                        r.importance, r.stability, rt.config.retention_half_life)
 
 
 def practice_of(r: Any, now: datetime, half_hours: float) -> float:
@@ -916,7 +924,7 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
                       for kind, group in (("contradicts", contra), ("supersedes", sup),
                                           ("superseded_by", (r.superseded_by,)
                                            if r.superseded_by else ()))
-                      for o in group)
+                      for o in group) if contra or sup or r.superseded_by else ()
         exp = _explanation(rt, req, r, a, c.info.get(mid), score, named, c.logits.get(mid),
                            c.cues.uses.get(mid, 0) if c.cues is not None else 0)
         hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
