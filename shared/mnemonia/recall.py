@@ -5,6 +5,7 @@ side effects. Scoring formulas come from the pure :mod:`mnemonia.scoring` core.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -694,8 +695,9 @@ def _spread_bound(rt: Runtime, c: Candidates, req: RecallRequest) -> float:
     if req.entity is not None or (isinstance(weights, modes_mod.ModeWeights)
                                   and weights.sim <= 0):
         return req.floor
-    scores = sorted((_scored(rt, req, c, m, a) for m, a in c.seeds.items()
-                     if m in c.rows and c.rows[m].consolidated_into is None), reverse=True)
+    score, rows = _scorer(rt, req, c), c.rows
+    scores = sorted([score(m, a) for m, a in c.seeds.items()
+                     if m in rows and rows[m].consolidated_into is None], reverse=True)
     if len(scores) < k:
         return req.floor
     if isinstance(weights, modes_mod.LifecyclePrior):
@@ -842,6 +844,26 @@ def _scored(rt: Runtime, req: RecallRequest, c: Candidates, mid: str, activation
     return score
 
 
+def _scorer(rt: Runtime, req: RecallRequest, c: Candidates) -> Callable[[str, float], float]:
+    """``score(id, activation)``: a candidate's final score in this recall. The lifecycle
+    mode's (the default) is computed inline, each memory's prior once (known once the cues
+    are matched); the other modes' by :func:`_scored`, kept per activation."""
+    weights = req.weights
+    if not isinstance(weights, modes_mod.LifecyclePrior) or c.cues is None:
+        return functools.partial(_scored, rt, req, c)
+    rows, priors, tie, now = c.rows, c.priors, weights.tie, req.now
+
+    def score(mid: str, activation: float) -> float:
+        r = rows[mid]
+        prior = priors.get(mid)
+        if prior is None:
+            prior = priors[mid] = _prior(r, weights, now, c)
+        # weights.apply, inline: the activation (at most 1) times the prior, plus the tie
+        return (activation if activation < 1.0 else 1.0) * prior + tie * float(r.importance)
+
+    return score
+
+
 def _prior(r: Any, weights: modes_mod.LifecyclePrior, now: datetime, c: Candidates | None
            ) -> float:
     """The lifecycle mode's prior of one memory row in this recall (its uses, failures, cue
@@ -859,12 +881,9 @@ def _ranked(rt: Runtime, req: RecallRequest, c: Candidates
             ) -> list[tuple[float, str, act.Activation]]:
     """Activated memories over the floor by final score: the top ``k``, then the first
     ``episode_k`` direct episode hits; members whose concept is present give way to it."""
-    rows = c.rows
-    prelim: list[tuple[float, str, act.Activation]] = []
-    for mid, a in c.activations.items():
-        if a.value < req.floor or mid not in rows:
-            continue
-        prelim.append((_scored(rt, req, c, mid, a.value), mid, a))
+    rows, score, floor = c.rows, _scorer(rt, req, c), req.floor
+    prelim = [(score(mid, a.value), mid, a) for mid, a in c.activations.items()
+              if a.value >= floor and mid in rows]
     prelim.sort(key=lambda t: (-t[0], t[1]))
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
