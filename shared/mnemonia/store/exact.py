@@ -16,6 +16,7 @@ is the cosine Chroma's ``cosine`` space gives (``1 - distance``).
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable, Sequence
 
@@ -66,12 +67,14 @@ class ExactScores:
 
     def of(self, ids: Iterable[str]) -> dict[str, float]:
         """``{id: cosine}`` of those of ``ids`` the mirror held."""
-        sims, position = self._sims, self._position
+        sims, position, gone = self._sims, self._position, -math.inf
         out: dict[str, float] = {}
         for i in ids:
             j = position.get(i)
-            if j is not None and sims[j] > -np.inf:
-                out[i] = float(sims[j])
+            if j is not None:
+                value = float(sims[j])  # (one read of the array per id)
+                if value > gone:
+                    out[i] = value
         return out
 
 
