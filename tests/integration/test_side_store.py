@@ -138,3 +138,31 @@ def test_recall_falls_back_to_chroma_for_memories_without_a_stored_vector(
         float(engine.embedder.embed_query("zeppelin")
               @ engine.embedder.embed_documents([target.text])[0]), abs=1e-4)
 
+
+
+def test_a_memory_read_back_is_what_its_constructor_makes(tmp_path: Path) -> None:
+    # to_memory fills a Memory without calling its __init__ (one per recall hit): the result
+    # must equal what the constructor makes from the same fields, every field set, and
+    # Memory must stay a plain frozen dataclass without a __post_init__ to skip.
+    import dataclasses
+
+    from mnemonia.embeddings import HashingEmbedder
+    from mnemonia.models import Memory
+
+    assert dataclasses.is_dataclass(Memory) and not hasattr(Memory, "__post_init__")
+    assert not hasattr(Memory, "__slots__")
+    with MemoryEngine.open(tmp_path / "s", embedder=HashingEmbedder(),
+                           maintenance="manual") as engine:
+        added = engine.add("Ana keeps bees on the roof", tenant="t", topic="home",
+                           entities=["person:ana"], metadata={"speaker": "Ana", "n": [1, 2]},
+                           importance=0.7, session_id="s1")
+        engine.pin(added.id, tenant="t")
+        got = engine.get(added.id, tenant="t")
+        fields = {f.name for f in dataclasses.fields(Memory)}
+        assert set(vars(got)) == fields
+        assert got == Memory(**{name: getattr(got, name) for name in fields})
+        assert got.pinned and got.metadata == {"speaker": "Ana", "n": [1, 2]}
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.text = "changed"  # type: ignore[misc]
+        hit = engine.recall("bees on the roof", tenant="t", touch=False).memories[0]
+        assert hit.memory == got and hit.memory.metadata is not got.metadata
