@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -306,8 +306,20 @@ def keyword_text(rt: Runtime, r: Any, speaker: str | None = None) -> str:
     text = embed_text(r.text, speaker) if speaker is not None else row_embed_text(r)
     if not rt.config.keyword_dates:
         return text
-    when = from_ts(r.created_at)
-    return f"{text} on {when.day} {MONTHS[when.month - 1]} {when.year}"
+    day, second = divmod(r.created_at, 86400.0)
+    if second >= 86400.0 - 1e-6:  # within a microsecond of midnight from_ts may round up
+        day = from_ts(r.created_at).toordinal() - EPOCH_ORDINAL
+    return text + _on_day(int(day))
+
+
+EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+
+
+@functools.lru_cache(maxsize=4096)
+def _on_day(day: int) -> str:
+    """`` on 7 February 2022`` for a day counted from 1970-01-01 (UTC)."""
+    when = date.fromordinal(EPOCH_ORDINAL + day)
+    return f" on {when.day} {MONTHS[when.month - 1]} {when.year}"
 
 
 def keyword_words(rt: Runtime, r: Any) -> tuple[frozenset[str], str | None]:

@@ -7,6 +7,7 @@ allowed) wherever it enters.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -300,9 +301,13 @@ def embed_text(text: str, speaker: str | None) -> str:
 
 def row_speaker(row: Any) -> str | None:
     """The speaker of a stored ``memories`` row (kept in its metadata), or None."""
-    if row.metadata == "{}":
-        return None
-    speaker = json.loads(row.metadata).get("speaker")
+    return None if row.metadata == "{}" else _speaker_in(row.metadata)
+
+
+@functools.lru_cache(maxsize=4096)
+def _speaker_in(stored: str) -> str | None:
+    """The speaker in a row's stored metadata (the same few strings recur across a chat)."""
+    speaker = json.loads(stored).get("speaker")
     return speaker if isinstance(speaker, str) else None
 
 
