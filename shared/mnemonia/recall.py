@@ -404,10 +404,15 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
             out[mid] = tuple(sorted(found))
         return out
 
-    _whole_tenant(rt, conn, req.tenant, "follows", read)
-    # (a neighbourhood spans several memories' links: any write of the tenant's relations
-    # drops every kept one, see Runtime.links_written)
-    return rt.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids, near)
+    # a memory whose row says it has no relations has no neighbours (nothing to keep)
+    alone = {m for m in ids if m in rows and not getattr(rows[m], "has_edges", True)}
+    out: dict[str, tuple[str, ...]] = dict.fromkeys(alone, ())
+    if len(alone) < len(ids):
+        _whole_tenant(rt, conn, req.tenant, "follows", read)
+        # (a neighbourhood spans several memories' links: any write of the tenant's relations
+        # drops every kept one, see Runtime.links_written)
+        out.update(rt.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids - alone, near))
+    return out
 
 
 def _whole_tenant(rt: Runtime, conn: Connection, tenant: str, kind: str,
