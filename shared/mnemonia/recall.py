@@ -121,7 +121,7 @@ class Candidates:
     logits: dict[str, float] = field(default_factory=dict)  # the reranker's, when one ran
     cues: CueIndex | None = None  # the tenant's use cues and use counts
     cue_sims: dict[str, float] = field(default_factory=dict)  # best cue cosine per memory
-    priors: dict[str, float] = field(default_factory=dict)  # the lifecycle mode's, once known
+    priors: dict[str, float] = field(default_factory=dict)  # the lifecycle mode's (_scorer)
     scores: dict[str, tuple[float, float]] = field(default_factory=dict)  # (activation, final)
     exact: ExactScores | None = None  # every memory's cosine, for a mirrored collection
 
@@ -308,17 +308,17 @@ def keyword_text(rt: Runtime, r: Any, speaker: str | None = None) -> str:
         return text
     day, second = divmod(r.created_at, 86400.0)
     if second >= 86400.0 - 1e-6:  # within a microsecond of midnight from_ts may round up
-        day = from_ts(r.created_at).toordinal() - EPOCH_ORDINAL
+        day = from_ts(r.created_at).toordinal() - _EPOCH_ORDINAL
     return text + _on_day(int(day))
 
 
-EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
 @functools.lru_cache(maxsize=4096)
 def _on_day(day: int) -> str:
     """`` on 7 February 2022`` for a day counted from 1970-01-01 (UTC)."""
-    when = date.fromordinal(EPOCH_ORDINAL + day)
+    when = date.fromordinal(_EPOCH_ORDINAL + day)
     return f" on {when.day} {MONTHS[when.month - 1]} {when.year}"
 
 
@@ -816,8 +816,8 @@ class _Spreader:
 
 # -- 5. scoring -------------------------------------------------------------------------------
 def retention_of(rt: Runtime, r: Any, now: datetime) -> float:
-    return ret.retained(max(0.0, (now - from_ts(r.accessed_at)).total_seconds()),
-                        r.importance, r.stability, rt.config.retention_half_life)
+    return ret.retained((now - from_ts(r.accessed_at)).total_seconds(), r.importance,
+                        r.stability, rt.config.retention_half_life)
 
 
 def practice_of(r: Any, now: datetime, half_hours: float) -> float:
@@ -835,12 +835,8 @@ def final_score(rt: Runtime, r: Any, activation: float, weights: modes_mod.Mode,
     """The mode's final score of one memory row at ``activation`` (``c``: the recall's use
     counts and cue matches, for the lifecycle mode)."""
     if isinstance(weights, modes_mod.LifecyclePrior):
-        prior = c.priors.get(r.id) if c is not None else None
-        if prior is None:
-            prior = _prior(r, weights, now, c)
-            if c is not None and c.cues is not None:  # (known once the cues are matched)
-                c.priors[r.id] = prior
-        return weights.apply(min(1.0, activation), float(r.importance), prior)
+        return weights.apply(min(1.0, activation), float(r.importance),
+                             _prior(r, weights, now, c))
     if weights.is_relevance:
         return weights.sim * min(1.0, activation)  # relevance: nothing else to read
     R = retention_of(rt, r, now) if weights.rec > 0.0 else 0.0
@@ -863,20 +859,19 @@ def _scored(rt: Runtime, req: RecallRequest, c: Candidates, mid: str, activation
 
 def _scorer(rt: Runtime, req: RecallRequest, c: Candidates) -> Callable[[str, float], float]:
     """``score(id, activation)``: a candidate's final score in this recall. The lifecycle
-    mode's (the default) is computed inline, each memory's prior once (known once the cues
-    are matched); the other modes' by :func:`_scored`, kept per activation."""
+    mode's (the default) is computed here, each memory's prior once (known once the cues are
+    matched); the other modes' by :func:`_scored`, kept per activation."""
     weights = req.weights
     if not isinstance(weights, modes_mod.LifecyclePrior) or c.cues is None:
         return functools.partial(_scored, rt, req, c)
-    rows, priors, tie, now = c.rows, c.priors, weights.tie, req.now
+    rows, priors, now = c.rows, c.priors, req.now
 
     def score(mid: str, activation: float) -> float:
         r = rows[mid]
         prior = priors.get(mid)
         if prior is None:
             prior = priors[mid] = _prior(r, weights, now, c)
-        # weights.apply, inline: the activation (at most 1) times the prior, plus the tie
-        return (activation if activation < 1.0 else 1.0) * prior + tie * float(r.importance)
+        return weights.apply(min(1.0, activation), float(r.importance), prior)
 
     return score
 

@@ -139,7 +139,6 @@ def test_recall_falls_back_to_chroma_for_memories_without_a_stored_vector(
               @ engine.embedder.embed_documents([target.text])[0]), abs=1e-4)
 
 
-
 def test_a_memory_read_back_is_what_its_constructor_makes(tmp_path: Path) -> None:
     # to_memory fills a Memory without calling its __init__ (one per recall hit): the result
     # must equal what the constructor makes from the same fields, every field set, and

@@ -77,15 +77,16 @@ def retention(
     imp = require_unit(importance, "importance", InvalidImportanceError)
     stab = require_positive(stability, "stability")
     hl = require_positive(half_life, "half_life")
-    return retained(max(0.0, (current - accessed).total_seconds()), imp, stab, hl)
+    return retained((current - accessed).total_seconds(), imp, stab, hl)
 
 
 def retained(elapsed: float, importance: float, stability: float, half_life: float) -> float:
-    """:func:`retention` without checks, from the seconds since the last access (``>= 0``):
-    the recall loop's form (a stored memory's values were checked when written; the checks
-    cost more than the formula)."""
+    """:func:`retention` without checks, from the seconds since the last access (a negative
+    count, an access after now, is 0): the recall loop's form (a stored memory's values were
+    checked when written; the checks cost more than the formula)."""
     if importance == 0.0:
         return 0.0
+    elapsed = max(0.0, elapsed)
     strength = half_life * importance * stability
     if strength <= 0.0:  # the product underflowed (importance ~1e-300): as good as importance 0
         return 0.0 if elapsed > 0.0 else 1.0
