@@ -138,7 +138,7 @@ class MemoryEngine:
         """Stop the background maintenance, release the store. Safe to call twice."""
         if self.scheduler is not None:
             self.scheduler.stop()
-        self._rt.close()
+        transfer.close_store(self._rt)
 
     def __enter__(self) -> MemoryEngine:
         return self

@@ -31,9 +31,11 @@ __all__ = [
     "StoreFileChangedError",
     "StoreInconsistentError",
     "StoreUnavailableError",
+    "StoreWriteTakenOverError",
     "UnknownConfigKeyError",
     "UnknownModeError",
     "UnknownRelationTypeError",
+    "WriteOutcomeUnknownError",
     "shown",
 ]
 
@@ -157,6 +159,23 @@ class StoreError(MnemoniaError):
 
 class StoreUnavailableError(StoreError, ConnectionError):
     """A storage server did not answer after all retries; nothing was half-written."""
+
+
+class WriteOutcomeUnknownError(StoreError, ConnectionError):
+    """A write whose outcome is unknown: a store stopped answering after the vectors were
+    written and before the side-store could say whether the memories are stored. ``ids``
+    lists the memories concerned. Retrying ``add`` / ``add_many`` with the same ids and texts
+    is idempotent: it finishes the write or writes it again, never a duplicate."""
+
+    def __init__(self, message: str, *, ids: list[str]) -> None:
+        self.ids = list(ids)
+        super().__init__(message)
+
+
+class StoreWriteTakenOverError(StoreError):
+    """A write of this process was taken over by another process's repair (this process's
+    writer lease ran out while the write was under way, e.g. it was stalled or cut off from
+    the side-store): the write was undone and nothing of it is stored. Write it again."""
 
 
 class StoreFileChangedError(StoreError):

@@ -17,12 +17,18 @@ from typing import Any
 import numpy as np
 
 from mnemonia.clock import to_ts
-from mnemonia.errors import InvalidInputError, StoreError
+from mnemonia.errors import (
+    InvalidInputError,
+    StoreError,
+    StoreWriteTakenOverError,
+    WriteOutcomeUnknownError,
+)
 from mnemonia.keywords import store_term_vectors
 from mnemonia.models import Memory
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import reevaluation as reeval
+from mnemonia.store.repository import WRITER_LEASE
 from mnemonia.validation import PreparedMemory, row_embed_text
 
 __all__ = ["NEIGHBOURS", "add", "enrich_ids", "enrich_items", "gatekeep", "replace_or_add"]
@@ -74,7 +80,11 @@ def _matrix(items: Sequence[PreparedMemory]) -> np.ndarray:
 
 
 def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
-    """Store validated new memories, all or nothing; returns them in order."""
+    """Store validated new memories, all or nothing; returns them in order.
+
+    An id already stored in the tenant with the same text is a retry of an earlier add
+    (one that raised, perhaps after storing it): that memory is returned, finished first if
+    its write was left half-done, never stored twice. Any other id in use is refused."""
     rt.check_open()
     ids = _unique_ids(items)
     # Embed outside any transaction: nothing is written until every vector exists.
@@ -82,39 +92,130 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
     with rt.exclusive():
         with rt.reading() as conn:
             clash = rt.sql.existing_ids(conn, ids)
-        if clash:
-            raise _taken(clash)
-        col = rt.collection(tenant, create=True)
-        matrix = _matrix(items)
-        states, neighbours = gatekeep(rt, col, items, matrix)
-        mem_rows = _insert_pending(rt, tenant, items, states, neighbours, rt.now())
-        try:
-            rt.vectors.upsert(col, ids, matrix, [p.embed_text for p in items],
-                              [{"kind": p.kind} for p in items])
-        except BaseException:
-            _take_back(rt, col, tenant, ids)
-            raise
-        with rt.sql.begin() as conn:
-            rt.sql.mark_committed(conn, ids)
-        rt.forget_entities(tenant)
+            found = {r.id: r for r in rt.sql.full_rows(conn, clash)} if clash else {}
+        done = _retried(rt, tenant, items, found)
+        fresh = [p for p in items if p.id not in done]
+        if fresh:
+            done.update((m.id, m) for m in _add_new(rt, tenant, fresh))
+    return [done[i] for i in ids]
+
+
+def _add_new(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
+    ids = [p.id for p in items]
+    col = rt.collection(tenant, create=True)
+    matrix = _matrix(items)
+    states, neighbours = gatekeep(rt, col, items, matrix)
+    mem_rows = _insert_pending(rt, tenant, items, states, neighbours, rt.now())
+    try:
+        rt.vectors.upsert(col, ids, matrix, [p.embed_text for p in items],
+                          [{"kind": p.kind} for p in items])
+    except BaseException as e:
+        _take_back_or_unknown(rt, col, tenant, ids, e)
+        raise
+    _commit(rt, col, tenant, ids)
+    rt.forget_entities(tenant)
     return [rt.sql.to_memory(r) for r in mem_rows]
+
+
+def _commit(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
+    """Mark the pending rows of ``ids`` committed (their vectors are in Chroma). If the side-
+    store fails, the commit is tried once more (it may have gone through unanswered); then
+    the write is taken back, and if that cannot be done either the outcome is unknown
+    (:class:`WriteOutcomeUnknownError`). A row another process's repair took over makes the
+    whole write undone (:class:`StoreWriteTakenOverError`)."""
+    try:
+        with rt.sql.begin() as conn:
+            if rt.sql.mark_committed(conn, ids) == len(ids):
+                return
+            statuses = rt.sql.statuses(conn, ids)
+    except StoreError as first:
+        try:
+            with rt.sql.begin() as conn:
+                rt.sql.mark_committed(conn, ids)
+                statuses = rt.sql.statuses(conn, ids)
+        except StoreError:
+            _take_back_or_unknown(rt, col, tenant, ids, first)
+            raise first from None
+    lost = [i for i in ids if statuses.get(i) != "committed"]
+    if not lost:
+        return  # committed by an earlier attempt whose answer was lost, or by a repair
+    _take_back(rt, col, tenant, ids)
+    raise StoreWriteTakenOverError(
+        f"{len(lost)} of the {len(ids)} memories of this write (e.g. {lost[0]!r}) were taken "
+        f"over by another process's repair while their vectors were written (this engine's "
+        f"writer lease ran out: was it stalled, or cut off from the side-store for more than "
+        f"{WRITER_LEASE:g} s?); the write was undone and nothing of it is stored: add again")
+
+
+def _take_back_or_unknown(rt: Runtime, col: Any, tenant: str, ids: list[str],
+                          cause: BaseException) -> None:
+    """Undo a write that failed after its rows were written; if even that cannot be done,
+    raise :class:`WriteOutcomeUnknownError` (from ``cause``) naming the ids."""
+    try:
+        _take_back(rt, col, tenant, ids)
+    except StoreError as e:
+        raise WriteOutcomeUnknownError(
+            f"the write of {len(ids)} memories of tenant {tenant!r} failed ({cause}) and "
+            f"could not be taken back ({e}): whether they are stored is unknown. Retry the "
+            "same add with the same ids and texts: it is idempotent (finishes or writes them "
+            f"once); ids: {ids[:5]}{' ...' if len(ids) > 5 else ''}", ids=ids) from cause
+
+
+def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
+             found: dict[str, Any]) -> dict[str, Memory]:
+    """The memories of ``items`` already stored by an earlier attempt of the same add (same
+    id, tenant and text), a half-done one finished now; raises for an id in use otherwise.
+    A row left ``deleting`` (a failed attempt taken back) is removed now, and the item is
+    written afresh."""
+    if not found:
+        return {}
+    other = [p.id for p in items if p.id in found and (
+        found[p.id].tenant != tenant or found[p.id].text != p.text)]
+    if other:
+        raise _taken(other)
+    out: dict[str, Memory] = {}
+    col = rt.collection(tenant, create=True)
+    pending = [p for p in items if p.id in found and found[p.id].status == "pending"]
+    deleting = [p.id for p in items if p.id in found and found[p.id].status == "deleting"]
+    if deleting:
+        rt.vectors.delete(col, deleting)
+        with rt.sql.begin() as conn:
+            rt.sql.purge_deleting(conn, tenant, deleting)
+        rt.forget_indexes(tenant)
+    if pending:
+        ids = [p.id for p in pending]
+        rt.vectors.upsert(col, ids, _matrix(pending), [p.embed_text for p in pending],
+                          [{"kind": p.kind} for p in pending])
+        _commit(rt, col, tenant, ids)
+        rt.forget_entities(tenant)
+    with rt.reading() as conn:
+        stored = rt.sql.full_rows(conn, [p.id for p in items if p.id in found
+                                         and p.id not in deleting])
+    out.update((r.id, rt.sql.to_memory(r)) for r in stored)
+    return out
 
 
 def _take_back(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
     """Undo an add whose vector write failed, perhaps part way: the rows are marked
     ``deleting``, the vectors Chroma may have taken are deleted, then the rows go. If Chroma
-    cannot be reached, the rows stay ``deleting`` and the next open finishes the job, so no
-    vector is left behind that the side-store does not know."""
+    cannot be reached, the rows stay ``deleting`` (no read shows them) and this engine's
+    close, or the next open, finishes the job, so no vector is left behind that the
+    side-store does not know. Raises :class:`StoreError` when the side-store cannot mark
+    them."""
     with rt.sql.begin() as conn:
-        rt.sql.update_ids(conn, ids, status="deleting")
+        rt.sql.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
     try:
         rt.vectors.delete(col, ids)
     except StoreError as e:
-        log.warning("could not take back %d vectors of tenant %s (%s); the next open "
-                    "removes them", len(ids), tenant, e)
+        log.warning("could not take back %d vectors of tenant %s (%s); closing this engine, "
+                    "or the next open, removes them", len(ids), tenant, e)
         return
-    with rt.sql.begin() as conn:
-        rt.sql.purge(conn, tenant, ids)
+    try:
+        with rt.sql.begin() as conn:
+            rt.sql.purge_deleting(conn, tenant, ids)
+    except StoreError as e:
+        log.warning("could not remove %d taken-back rows of tenant %s (%s); closing this "
+                    "engine, or the next open, removes them", len(ids), tenant, e)
     rt.forget_entities(tenant)
 
 
@@ -221,6 +322,7 @@ def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], state
                                 dimension=rt.embedder.dimension, at=nowts)
         repo.insert_memories(conn, [_new_row(rt, tenant, p, seq0 + i, st)
                                     for i, (p, st) in enumerate(zip(items, states, strict=True))])
+        repo.write_by(conn, [p.id for p in items], rt.writer, nowts)
         repo.vectors_put(conn, [(p.id, p.vector) for p in items])
         repo.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in items])
         repo.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)

@@ -134,7 +134,7 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
         return
     with rt.exclusive():
         with rt.sql.begin() as conn:
-            rt.sql.update_ids(conn, ids, status="deleting")
+            rt.sql.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
         col = rt.collection(tenant, create=False)
         if col is not None:
             rt.vectors.delete(col, ids)

@@ -27,6 +27,7 @@ from mnemonia import entities as ent
 from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, QueryCache, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
+from mnemonia.store.lease import WriterLease, new_holder
 from mnemonia.store.repository import Connection, SideStore
 from mnemonia.store.rowcache import split_kept
 from mnemonia.store.vector import VectorIndex
@@ -176,8 +177,12 @@ class Runtime:
                  clock: Any, embedder: Embedder, path: Path | None = None,
                  entity_extractor: ent.EntityExtractor | None = None,
                  summariser: Summariser | None = None, lock: StoreLock | None = None,
-                 reranker: Reranker | None = None) -> None:
+                 reranker: Reranker | None = None, lease: WriterLease | None = None) -> None:
         self.config = config
+        # who writes: the name this engine's unfinished writes carry (memory_writers); with
+        # a lease (a store other processes may open), repair elsewhere leaves them alone
+        self.lease = lease
+        self.writer = lease.holder if lease is not None else new_holder()
         self.reranker = reranker
         self.clock = clock
         self.embedder = embedder
@@ -226,6 +231,7 @@ class Runtime:
         folder, url = store_folders(path, chroma_url, sql_url)
         lock = StoreLock(folder) if chroma_url is None and folder is not None else None
         side: SideStore | None = None
+        lease: WriterLease | None = None
         try:
             side = SideStore(url, attempts=config.retry_attempts, max_wait=config.retry_max_wait)
             side.setup()
@@ -237,7 +243,12 @@ class Runtime:
                 path=str(folder / "chroma") if chroma_url is None and folder else None,
                 url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,
                 namespace=namespace, exact_limit=config.exact_search_limit)
+            if lock is None:  # other processes may open this store: hold a writer lease
+                lease = WriterLease(side, new_holder())
+                lease.start()
         except BaseException:
+            if lease is not None:
+                lease.stop()
             if side is not None:
                 side.dispose()
             if lock is not None:
@@ -245,7 +256,7 @@ class Runtime:
             raise
         return cls(vectors=vectors, sql=side, config=config, clock=clock, embedder=embedder,
                    path=folder, entity_extractor=entity_extractor, summariser=summariser,
-                   lock=lock, reranker=reranker)
+                   lock=lock, reranker=reranker, lease=lease)
 
     # -- scopes ------------------------------------------------------------------------------
     def check_open(self) -> None:
@@ -292,6 +303,8 @@ class Runtime:
         if helpers is not None:
             helpers.shutdown(wait=True)
         self.vectors.close()
+        if self.lease is not None:
+            self.lease.stop()
         self.sql.dispose()
         if self._folder_lock is not None:
             self._folder_lock.release()

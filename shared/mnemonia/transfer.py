@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import os
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -71,8 +72,8 @@ from mnemonia.store.repository import chunks
 from mnemonia.validation import row_embed_text
 
 __all__ = ["BATCH", "CONFLICT_MODES", "FORMAT", "MEMORY_FIELDS", "DoctorReport", "Progress",
-           "TenantHealth", "check_models", "doctor", "export", "import_file", "open_store",
-           "repair", "repair_imports", "verify"]
+           "TenantHealth", "check_models", "close_store", "doctor", "export", "import_file",
+           "open_store", "repair", "repair_imports", "verify"]
 
 log = logging.getLogger("mnemonia")
 
@@ -114,13 +115,27 @@ def check_models(rt: Runtime) -> None:
             )
 
 
-def repair(rt: Runtime) -> None:
+def repair(rt: Runtime, *, mine: bool = False) -> None:
     """Finish or undo writes a crash left half-done: an import not committed is undone whole
     (one committed is finished), a pending memory whose vector reached Chroma is committed,
-    one whose vector did not is removed, a hard delete is completed."""
-    repair_imports(rt)
+    one whose vector did not is removed, a hard delete is completed.
+
+    Only abandoned writes are touched: those whose writer (``memory_writers``) holds no
+    unexpired writer lease, i.e. its process is gone. A live process's writes under way are
+    left alone, whatever it is doing. ``mine``: this engine's own unfinished writes instead
+    (on close: a write that failed half-way and was not retried)."""
+    if not mine:
+        repair_imports(rt)
+    now = time.time()
     with rt.reading() as conn:
         rows = rt.sql.unfinished(conn)
+        live = set() if mine else rt.sql.live_writers(conn, now=now)
+    if mine:
+        rows = [r for r in rows if r.writer == rt.writer]
+    else:
+        rows = [r for r in rows if r.writer is None or r.writer not in live]
+        with rt.sql.begin() as conn:  # the leases of processes that are gone
+            rt.sql.drop_expired_writers(conn, now=now)
     if not rows:
         return
     by_tenant: dict[str, list[tuple[str, str]]] = {}
@@ -132,18 +147,31 @@ def repair(rt: Runtime) -> None:
         present = rt.vectors.existing(col, ids) if col is not None else set()
         finish = [i for i, st in items if st == "pending" and i in present]
         undo = [i for i, st in items if st == "pending" and i not in present]
-        deleting = [i for i, st in items if st == "deleting"]
+        with rt.sql.begin() as conn:
+            finished = rt.sql.mark_committed(conn, finish) if finish else 0
+            # compare-and-set: a row its writer committed meanwhile stays committed
+            claimed = rt.sql.take_over(conn, undo, rt.writer, to_ts(rt.now())) if undo else []
+        deleting = [i for i, st in items if st == "deleting"] + claimed
         if col is not None and deleting:
             rt.vectors.delete(col, deleting)
         with rt.sql.begin() as conn:
-            if finish:
-                rt.sql.mark_committed(conn, finish)
-            rt.sql.purge(conn, tenant, undo + deleting)
-            if undo + deleting:
-                rt.forget_indexes(tenant)
+            gone = rt.sql.purge_deleting(conn, tenant, deleting)
+        if gone:
+            rt.forget_indexes(tenant)
         log.info("repaired tenant %s: %d finished, %d undone, %d deletions completed",
-                 tenant, len(finish), len(undo), len(deleting))
+                 tenant, finished, len(claimed), len(gone) - len(claimed))
 
+
+def close_store(rt: Runtime) -> None:
+    """Finish this engine's own writes that failed half-way and were not retried (best
+    effort: a store that does not answer leaves them to the next open), then close."""
+    if not rt.closed:
+        try:
+            repair(rt, mine=True)
+        except MnemoniaError as e:
+            log.warning("closing: could not finish this engine's unfinished writes (%s); the "
+                        "next open does", e)
+    rt.close()
 
 # ---------------------------------------------------------------------------------------------
 # export
@@ -314,15 +342,28 @@ def _examine(rt: Runtime, tenant: str, known: bool, postings: dict[str, int] | N
              ) -> _Findings:
     rt.vectors.drop_cached(tenant)  # a fresh handle: the collection may have been removed
     col = _chroma(rt, tenant)
-    with rt.reading() as conn:
+    # Other processes may be writing (server mode). Chroma is read first, then the side-
+    # store in one snapshot: an add writes its row before its vector and a delete removes
+    # its vector before its row, so a vector read here whose row is not in the snapshot is
+    # either an orphan or a delete that finished in between, which the second look below
+    # tells apart (its vector is gone by then).
+    chroma = set(rt.vectors.all_ids(col)) if col is not None else set()
+    with rt.sql.snapshot() as conn:
         rows = rt.sql.tenant_memories(conn, tenant)
         side = rt.sql.side_vector_ids(conn, tenant)
-    committed = {r.id for r in rows if r.status == "committed"}
-    return _Findings(
-        tenant=tenant, known=known, rows={r.id for r in rows}, committed=committed,
+    found = _Findings(
+        tenant=tenant, known=known, rows={r.id for r in rows},
+        committed={r.id for r in rows if r.status == "committed"},
         active=sum(1 for r in rows if r.status == "committed" and r.deleted_at is None),
-        chroma=set(rt.vectors.all_ids(col)) if col is not None else set(), side=side,
-        postings=postings)
+        chroma=chroma, side=side, postings=postings)
+    if found.orphans and col is not None:
+        still = rt.vectors.existing(col, sorted(found.orphans))
+        with rt.reading() as conn:
+            known_now = set(rt.sql.existing_ids(conn, sorted(still)))
+        found.chroma -= found.orphans - still
+        found.rows |= known_now
+        found.orphans = still - known_now
+    return found
 
 
 def _rebuild(rt: Runtime, tenant: str, ids: Sequence[str]) -> tuple[int, int]:
@@ -347,6 +388,12 @@ def _rebuild(rt: Runtime, tenant: str, ids: Sequence[str]) -> tuple[int, int]:
             rt.vectors.upsert(col, order, np.stack([vecs[i] for i in order]).astype(np.float32),
                               [row_embed_text(rows[i]) for i in order],
                               [{"kind": rows[i].kind} for i in order])
+            # a memory deleted by another process meanwhile must not get its vector back
+            with rt.reading() as conn:
+                now_committed = {i for i, st in rt.sql.statuses(conn, order).items()
+                                 if st == "committed"}
+            if len(now_committed) < len(order):
+                rt.vectors.delete(col, [i for i in order if i not in now_committed])
         rebuilt += len(order) - len(todo)
         reembedded += len(todo)
     rt.known_tenants.add(tenant)
@@ -1344,7 +1391,7 @@ def _commit(rt: Runtime, source: _Source, plan: _Plan) -> list[str]:
         replaced = [mid for _, mid in pairs]
         rt.sql.kv_delete(conn, [JOURNAL + plan.iid])
         if replaced:
-            rt.sql.kv_set(conn, JOURNAL + plan.iid, {"state": "committed"})
+            rt.sql.kv_set(conn, JOURNAL + plan.iid, {"state": "committed", "writer": rt.writer})
             for i, chunk in enumerate(chunks(replaced, 1000)):
                 rt.sql.kv_set(conn, f"{JOURNAL}{plan.iid}:r{i:06d}", list(chunk))
     return replaced
@@ -1398,7 +1445,12 @@ def repair_imports(rt: Runtime) -> None:
     with rt.reading() as conn:
         journal = rt.sql.kv_items(conn, JOURNAL)
         staged = {r.status for r in rt.sql.staged(conn)}
+        live = rt.sql.live_writers(conn, now=time.time())
     heads = {k[len(JOURNAL):]: v for k, v in journal if ":" not in k[len(JOURNAL):]}
+    # an import under way in a live process (its writer holds its lease) is left alone
+    busy = {i for i, v in heads.items() if v.get("writer") in live}
+    heads = {i: v for i, v in heads.items() if i not in busy}
+    staged -= {f"i:{i}" for i in busy}
     for status in sorted(staged | {f"i:{i}" for i, v in heads.items()
                                    if v.get("state") != "committed"}):
         removed = _undo(rt, status)
@@ -1448,7 +1500,8 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
         try:
             with rt.sql.begin() as conn:
                 rt.sql.kv_set(conn, JOURNAL + plan.iid, {
-                    "state": "staging", "file": str(source.path), "started_at": to_ts(rt.now())})
+                    "state": "staging", "file": str(source.path), "started_at": to_ts(rt.now()),
+                    "writer": rt.writer})
             _stage(rt, source, plan, on_progress)
             if on_progress is not None:
                 on_progress("commit", 0, 1)

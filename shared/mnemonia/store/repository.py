@@ -48,7 +48,7 @@ from mnemonia.errors import (
 from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.scoring.sm2 import SM2State
-from mnemonia.store.retry import first_then
+from mnemonia.store.retry import FailureLog, first_then
 from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import (
     ITEM_KEY,
@@ -63,6 +63,7 @@ from mnemonia.store.schema import (
     memory_entities,
     memory_events,
     memory_vectors,
+    memory_writers,
     relations,
     schema_migrations,
     tenant_token,
@@ -70,7 +71,7 @@ from mnemonia.store.schema import (
 )
 from mnemonia.validation import memory_id as check_id
 
-__all__ = ["MAX_KEYWORD_POSTINGS", "Connection", "SideStore", "SqlCondition",
+__all__ = ["MAX_KEYWORD_POSTINGS", "WRITER_LEASE", "Connection", "SideStore", "SqlCondition",
            "chunks"]
 
 log = logging.getLogger("mnemonia")
@@ -84,6 +85,16 @@ MAX_KEYWORD_POSTINGS = DEFAULT_KEYWORD_POSTINGS
 
 _WORD = re.compile(r"\w+")
 
+
+
+MIGRATION_LOCK = 7_316_402_913
+"""The PostgreSQL advisory lock key the migrations run under (one process at a time)."""
+WRITER_JOB = "writer:"
+"""Lease name prefix of a process writing to the store (``writer:<holder>``)."""
+WRITER_LEASE = 30.0
+"""Seconds a writer lease runs unless renewed; an open engine renews it every quarter of
+this. A process stalled or cut off from the side-store for longer may see a write of its
+taken over by another process's repair (:class:`~mnemonia.errors.StoreWriteTakenOverError`)."""
 
 
 def _open_hint(reason: object) -> str:
@@ -345,6 +356,7 @@ class SideStore:
         self._writer: ThreadPoolExecutor | None = None
         self._last_deferred: Future[None] | None = None
         self._writer_lock = threading.Lock()
+        self._failures = FailureLog(log)
         self._local = threading.local()
         # rows kept between recalls (:meth:`keep_rows`): only where this process is the one
         # writer, which is the opener's to say
@@ -386,6 +398,12 @@ class SideStore:
     def _migrate(self) -> list[int]:
         applied: list[int] = []
         with self.begin() as conn:
+            # several processes may open a new store at once: the first one migrates, the
+            # others wait for it and then find every migration applied
+            if self.dialect == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            elif self.dialect == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
             schema_migrations.create(conn, checkfirst=True)
             done = {r[0] for r in conn.execute(sa.select(schema_migrations.c.version))}
             for version, name, fn in MIGRATIONS:
@@ -549,8 +567,12 @@ class SideStore:
                 # not begin(): its _settle() would wait for this very write
                 with self._lock, self._session(True, changes) as conn:
                     write(conn)
+            except StoreError as e:  # an outage: one line per kind, with counts
+                self._failures.failed(f"{what} (not written)", e)
             except Exception:
                 log.warning("%s failed and was not written", what, exc_info=True)
+            else:
+                self._failures.succeeded()
 
         with self._writer_lock:
             if self._writer is None:
@@ -794,14 +816,8 @@ class SideStore:
         """Store ``(term, vector)`` pairs; a term another process stored first is kept."""
         if not items:
             return
-        rows = [{"model": model, "term": t, "vector": _f32_bytes(v)} for t, v in items]
-        if self.dialect == "sqlite":
-            stmt: Any = sqlite_insert(term_vectors).on_conflict_do_nothing()
-        elif self.dialect == "postgresql":
-            stmt = pg_insert(term_vectors).on_conflict_do_nothing()
-        else:
-            stmt = term_vectors.insert()
-        conn.execute(stmt, rows)
+        self.insert_or_ignore(conn, term_vectors, [
+            {"model": model, "term": t, "vector": _f32_bytes(v)} for t, v in items])
 
     def term_vectors_all(self, conn: Connection, model: str) -> tuple[list[str], np.ndarray]:
         """Every word with a vector for ``model``, and those vectors as rows."""
@@ -1022,6 +1038,32 @@ class SideStore:
                 lease.job == job, lease.expires_at > now)).first()
         return None if row is None else str(row[0])
 
+    # -- writer leases ------------------------------------------------------------------------
+    def renew_writer(self, holder: str, *, now: float, seconds: float = WRITER_LEASE) -> None:
+        """Take or renew the writer lease of ``holder`` (``writer:<holder>``) until
+        ``now + seconds``: while it runs, no other process's repair touches the memories
+        ``holder`` is writing."""
+        self.acquire_lease(WRITER_JOB + holder, holder, now=now, seconds=seconds)
+
+    def release_writer(self, holder: str) -> None:
+        """Drop the writer lease of ``holder`` (it closes): its unfinished writes, if any,
+        are repaired by the next open."""
+        with self.begin() as conn:
+            conn.execute(maintenance_leases.delete().where(
+                maintenance_leases.c.job == WRITER_JOB + holder))
+
+    def live_writers(self, conn: Connection, *, now: float) -> set[str]:
+        """The holders of unexpired writer leases."""
+        lease = maintenance_leases.c
+        return {r[0] for r in conn.execute(sa.select(lease.holder).where(
+            lease.job.startswith(WRITER_JOB, autoescape=True), lease.expires_at > now))}
+
+    def drop_expired_writers(self, conn: Connection, *, now: float) -> None:
+        """Remove writer leases that ran out (their holders are gone)."""
+        lease = maintenance_leases.c
+        conn.execute(maintenance_leases.delete().where(
+            lease.job.startswith(WRITER_JOB, autoescape=True), lease.expires_at <= now))
+
     def kv_items(self, conn: Connection, prefix: str) -> list[tuple[str, Any]]:
         """``(key, value)`` of every key starting with ``prefix``, sorted by key."""
         rows = conn.execute(sa.select(kv.c.key, kv.c.value).where(
@@ -1223,13 +1265,65 @@ class SideStore:
         for chunk in chunks(list(ids)):
             conn.execute(memories.update().where(memories.c.id.in_(chunk)).values(**values))
 
-    def mark_committed(self, conn: Connection, ids: Sequence[str]) -> None:
-        self.update_ids(conn, ids, status="committed")
+    def mark_committed(self, conn: Connection, ids: Sequence[str]) -> int:
+        """Commit the pending memories of ``ids`` (compare-and-set: only rows still
+        ``pending``, so a row another process's repair took is not brought back) and drop
+        their writer rows; returns how many rows it committed."""
+        done = 0
+        for chunk in chunks(list(ids)):
+            done += conn.execute(memories.update().where(
+                memories.c.id.in_(chunk), memories.c.status == "pending")
+                .values(status="committed")).rowcount
+            conn.execute(memory_writers.delete().where(
+                memory_writers.c.memory_id.in_(sa.select(memories.c.id).where(
+                    memories.c.id.in_(chunk), memories.c.status == "committed"))))
+        return done
+
+    def statuses(self, conn: Connection, ids: Sequence[str]) -> dict[str, str]:
+        """``{id: status}`` of those of ``ids`` that have a row."""
+        out: dict[str, str] = {}
+        for chunk in chunks(list(ids)):
+            out.update((r[0], r[1]) for r in conn.execute(
+                sa.select(memories.c.id, memories.c.status).where(memories.c.id.in_(chunk))))
+        return out
+
+    def write_by(self, conn: Connection, ids: Sequence[str], writer: str, at: float) -> None:
+        """Record that ``writer`` is writing (adding or deleting) the memories of ``ids``."""
+        for chunk in chunks(list(ids)):
+            conn.execute(memory_writers.delete().where(memory_writers.c.memory_id.in_(chunk)))
+        if ids:
+            conn.execute(memory_writers.insert(), [
+                {"memory_id": i, "writer": writer, "at": at} for i in ids])
+
+    def mark_deleting(self, conn: Connection, ids: Sequence[str], writer: str,
+                      at: float) -> None:
+        """Mark ``ids`` ``deleting`` (a hard delete or a take-back under way) by ``writer``."""
+        self.update_ids(conn, ids, status="deleting")
+        self.write_by(conn, ids, writer, at)
+
+    def take_over(self, conn: Connection, ids: Sequence[str], writer: str, at: float
+                  ) -> list[str]:
+        """Claim abandoned pending memories for undoing: those of ``ids`` still ``pending``
+        become ``deleting`` by ``writer`` (compare-and-set: a row its writer committed in
+        the meantime stays committed). Returns the ids claimed."""
+        claimed: list[str] = []
+        for chunk in chunks(list(ids)):
+            conn.execute(memories.update().where(
+                memories.c.id.in_(chunk), memories.c.status == "pending")
+                .values(status="deleting"))
+            mine = [r[0] for r in conn.execute(sa.select(memories.c.id).where(
+                memories.c.id.in_(chunk), memories.c.status == "deleting"))]
+            self.write_by(conn, mine, writer, at)
+            claimed += mine
+        return claimed
 
     def unfinished(self, conn: Connection) -> list[Any]:
-        """``(id, tenant, status)`` of memories a crash left pending or deleting."""
+        """``(id, tenant, status, writer)`` of memories not committed: pending or deleting
+        (``writer``: the process writing them, ``None`` when unknown)."""
+        w = memory_writers.c
         return list(conn.execute(
-            sa.select(memories.c.id, memories.c.tenant, memories.c.status)
+            sa.select(memories.c.id, memories.c.tenant, memories.c.status, w.writer)
+            .select_from(memories.outerjoin(memory_writers, w.memory_id == memories.c.id))
             .where(memories.c.status != "committed")).fetchall())
 
     def clear_references(self, conn: Connection, ids: Sequence[str]) -> None:
@@ -1253,8 +1347,17 @@ class SideStore:
             conn.execute(memory_entities.delete().where(
                 memory_entities.c.memory_id.in_(chunk)))
             conn.execute(memories.delete().where(memories.c.id.in_(chunk)))
+            conn.execute(memory_writers.delete().where(memory_writers.c.memory_id.in_(chunk)))
         self.vectors_delete(conn, ids)
         self.fts_delete(conn, ids)
+
+    def purge_deleting(self, conn: Connection, tenant: str, ids: Sequence[str]) -> list[str]:
+        """:meth:`purge` those of ``ids`` that are ``deleting`` (nothing brings such a row
+        back, so another process's committed memory of the same id is never removed);
+        returns the ids purged."""
+        gone = [i for i, st in self.statuses(conn, ids).items() if st == "deleting"]
+        self.purge(conn, tenant, gone)
+        return gone
 
     def soft_delete(self, conn: Connection, ids: Sequence[str], at: float) -> list[str]:
         """Set ``deleted_at`` on those of ``ids`` still active; returns them."""
@@ -1282,17 +1385,30 @@ class SideStore:
     def reserve_seq(self, conn: Connection, tenant: str, n: int, *, model: str, dimension: int,
                     at: float) -> int:
         """The first of ``n`` insertion numbers for new memories of ``tenant`` (the tenant's
-        collection row is made on its first memory)."""
-        coll = conn.execute(sa.select(collections).where(collections.c.tenant == tenant)).first()
-        if coll is None:
-            conn.execute(collections.insert().values(
-                tenant=tenant, embedding_model=model, dimension=dimension, created_at=at,
-                next_seq=n))
-            return 0
-        seq0 = int(coll.next_seq)
-        conn.execute(collections.update().where(collections.c.tenant == tenant)
-                     .values(next_seq=seq0 + n))
-        return seq0
+        collection row is made on its first memory). Safe when several processes add to one
+        tenant at once, new or not: the row is inserted unless there, and the counter moved
+        by one atomic ``UPDATE ... RETURNING`` (which holds the row until the commit)."""
+        self.insert_or_ignore(conn, collections, [dict(
+            tenant=tenant, embedding_model=model, dimension=dimension, created_at=at,
+            next_seq=0)])
+        c = collections.c
+        after = conn.execute(collections.update().where(c.tenant == tenant)
+                             .values(next_seq=c.next_seq + n)
+                             .returning(c.next_seq)).scalar_one()
+        return int(after) - n
+
+    def insert_or_ignore(self, conn: Connection, table: sa.Table,
+                         rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert ``rows``; a row whose key is already there (another process's) is left."""
+        if not rows:
+            return
+        if self.dialect == "sqlite":
+            stmt: Any = sqlite_insert(table).on_conflict_do_nothing()
+        elif self.dialect == "postgresql":
+            stmt = pg_insert(table).on_conflict_do_nothing()
+        else:
+            stmt = table.insert()
+        conn.execute(stmt, [dict(r) for r in rows])
 
     # -- events ------------------------------------------------------------------------------
     @staticmethod

@@ -3,6 +3,9 @@ retry loop (tenacity's machinery costs ~20 µs a call, a fair share of a recall'
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -24,3 +27,45 @@ def first_then(fn: Callable[[], T], retrying: Callable[[Callable[[], T]], T]) ->
         return fn()
 
     return retrying(again)
+
+
+class FailureLog:
+    """One log line per kind of failure, with counts, instead of a traceback per call: the
+    first failure of a kind is logged at once (its message, no traceback), later ones are
+    counted and reported at most every ``every`` seconds, and the recovery says how many
+    there were since the last line."""
+
+    def __init__(self, logger: logging.Logger, *, every: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = logger
+        self._every = every
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kinds: dict[str, list[float]] = {}  # kind -> [count since the last line, at]
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        kind = f"{what} ({type(exc).__name__})"
+        now = self._clock()
+        with self._lock:
+            entry = self._kinds.get(kind)
+            if entry is None:
+                self._kinds[kind] = [0, now]
+                self._log.warning("%s failed: %s; further failures of this kind are counted",
+                                  kind, exc)
+                return
+            entry[0] += 1
+            if now - entry[1] < self._every:
+                return
+            count, since = int(entry[0]), entry[1]
+            entry[0], entry[1] = 0, now
+        self._log.warning("%s failed %d more times in the last %.0f s: %s", kind, count,
+                          now - since, exc)
+
+    def succeeded(self) -> None:
+        if not self._kinds:
+            return
+        with self._lock:
+            kinds, self._kinds = self._kinds, {}
+        for kind, (count, _) in kinds.items():
+            self._log.info("%s works again (%d failures since the last report)", kind,
+                           int(count))

@@ -34,6 +34,7 @@ __all__ = [
     "memory_entities",
     "memory_events",
     "memory_vectors",
+    "memory_writers",
     "metadata",
     "relations",
     "schema_migrations",
@@ -171,6 +172,17 @@ maintenance_leases = sa.Table(
     sa.Column("job", sa.String(64), primary_key=True),
     sa.Column("holder", sa.String(128), nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),
+)
+
+# Which process is writing a memory that is not committed yet ('pending' or 'deleting'): the
+# holder of the writer lease ``writer:<holder>`` in maintenance_leases. Repair at open takes
+# only the rows whose writer's lease ran out (or that have no row here); a live writer's
+# in-flight writes are left alone.
+memory_writers = sa.Table(
+    "memory_writers", metadata,
+    sa.Column("memory_id", sa.String(64), primary_key=True),
+    sa.Column("writer", sa.String(128), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
 )
 
 schema_migrations = sa.Table(
@@ -362,6 +374,10 @@ def _create_leases(conn: Connection) -> None:
     metadata.create_all(conn, tables=[maintenance_leases])
 
 
+def _create_memory_writers(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[memory_writers])
+
+
 def _event_kind_index(conn: Connection) -> None:
     """Use events (the cues recall reads) by tenant and kind, without a scan of the trail."""
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_memory_events_kind "
@@ -429,4 +445,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (8, "memory events by tenant and kind", _event_kind_index),
     (9, "keyed items by path, key, update and expiry", _keyed_items),
     (10, "word vectors for keyword expansion", _create_term_vectors),
+    (11, "writers of unfinished memory writes", _create_memory_writers),
 ]

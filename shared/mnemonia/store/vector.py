@@ -44,6 +44,14 @@ MIRRORED_VECTORS = 100_000
 384 dimensions); past it, the least recently searched collections' mirrors go first."""
 
 
+_TRANSIENT_SERVER_ERRORS = (
+    # a Chroma server that restarted, or compacts, may answer this for a moment before its
+    # segment files are there again (a known Chroma bug); the next attempt finds them
+    "Error creating hnsw segment reader",
+    "Nothing found on disk",
+)
+
+
 def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
     """Chroma collection of a tenant: ``<namespace>-<tenant>``."""
     return f"{namespace}-{tenant}"
@@ -61,6 +69,8 @@ def _transient(exc: BaseException) -> bool:
         pass
     name = type(exc).__name__
     if name in ("RateLimitError", "InternalError") and "Connect" in str(exc):
+        return True
+    if any(sign in str(exc) for sign in _TRANSIENT_SERVER_ERRORS):
         return True
     return isinstance(exc, ConnectionError | TimeoutError) or "Could not connect" in str(exc)
 
@@ -174,8 +184,16 @@ class VectorIndex:
         name = collection_name(tenant, self.namespace)
         meta = {"hnsw:space": "cosine", "embedding_model": model, "dimension": dimension}
         if create:
-            col = self._call(lambda: self._client.get_or_create_collection(
-                name=name, metadata=meta, embedding_function=None))
+            try:
+                col = self._call(lambda: self._client.get_or_create_collection(
+                    name=name, metadata=meta, embedding_function=None))
+            except StoreUnavailableError:
+                raise
+            except StoreError:
+                # another process created it at the same moment (a server may refuse the
+                # second create): it is there now
+                col = self._call(lambda: self._client.get_collection(
+                    name=name, embedding_function=None))
         else:
             try:
                 col = self._call(lambda: self._client.get_collection(
