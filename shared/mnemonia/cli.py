@@ -298,7 +298,7 @@ def _found(t: Any) -> str:
 
 
 def doctor_table(report: Any) -> Table:
-    """A table of a :class:`~mnemonia.transfer.DoctorReport`: one row per tenant."""
+    """A table of a :class:`~mnemonia.consistency.DoctorReport`: one row per tenant."""
     table = Table(title="mnemonia doctor" + (" --repair" if report.repair else ""))
     table.add_column("tenant")
     for col in ("memories", "active", "chroma vectors", "side-store vectors",

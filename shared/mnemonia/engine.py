@@ -25,8 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from mnemonia import consistency, ingest, lifecycle, maintenance, transfer
 from mnemonia import entities as ent
-from mnemonia import ingest, lifecycle, maintenance, transfer
 from mnemonia import recall as recall_mod
 from mnemonia import validation as check
 from mnemonia.clock import Clock, SystemClock
@@ -117,7 +117,7 @@ class MemoryEngine:
                           clock=clock or SystemClock(), embedder=emb,
                           entity_extractor=entity_extractor, summariser=summariser,
                           namespace=namespace, reranker=as_reranker(rerank))
-        engine = cls(transfer.open_store(rt, verify_stores=verify))
+        engine = cls(consistency.open_store(rt, verify_stores=verify))
         if cfg.maintenance == "background":
             engine.scheduler = Scheduler(engine, poll_interval=cfg.maintenance_poll_seconds,
                                          run_at_start=False, follow_clock=True).start()
@@ -138,7 +138,7 @@ class MemoryEngine:
         """Stop the background maintenance, release the store. Safe to call twice."""
         if self.scheduler is not None:
             self.scheduler.stop()
-        transfer.close_store(self._rt)
+        consistency.close_store(self._rt)
 
     def __enter__(self) -> MemoryEngine:
         return self
@@ -372,10 +372,10 @@ class MemoryEngine:
         return transfer.import_file(self._rt, path, reembed=reembed, on_conflict=on_conflict,
                                     on_progress=on_progress)
 
-    def doctor(self, *, repair: bool = False) -> transfer.DoctorReport:
+    def doctor(self, *, repair: bool = False) -> consistency.DoctorReport:
         """Compare each tenant's memories with Chroma, the kept vectors and the keyword index;
         ``repair=True`` rebuilds what is missing and deletes Chroma vectors of no memory."""
-        return transfer.doctor(self._rt, repair=check.boolean(repair, "repair"))
+        return consistency.doctor(self._rt, repair=check.boolean(repair, "repair"))
 
     def evict(self, *, tenant: str, force: bool = True) -> maintenance.EvictionReport:
         """Soft-delete the lowest-priority active memories (budget ``eviction_budget``)."""

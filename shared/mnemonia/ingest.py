@@ -2,7 +2,7 @@
 automatic relations, SM-2 scheduling) at ingest and for the maintenance sweep.
 
 A write is SQL row first (pending), the Chroma upsert (idempotent by id), then the SQL row
-committed (DESIGN section 3), so a crash leaves nothing that :func:`mnemonia.transfer.repair`
+committed (DESIGN section 3), so a crash leaves nothing that :func:`mnemonia.consistency.repair`
 cannot finish or undo.
 """
 

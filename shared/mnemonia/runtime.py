@@ -3,8 +3,8 @@ entity cache, and the ``writing()`` / ``reading()`` scopes.
 
 :class:`~mnemonia.engine.MemoryEngine` builds one :class:`Runtime` when it opens a store and
 hands it to :mod:`mnemonia.ingest`, :mod:`mnemonia.recall`, :mod:`mnemonia.lifecycle`,
-:mod:`mnemonia.transfer` and the :mod:`mnemonia.maintenance` jobs; none of them imports the
-engine.
+:mod:`mnemonia.consistency`, :mod:`mnemonia.transfer` and the :mod:`mnemonia.maintenance`
+jobs; none of them imports the engine.
 """
 
 from __future__ import annotations

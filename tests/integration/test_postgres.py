@@ -294,7 +294,7 @@ def test_export_import_lossless_atomic_on_postgres(postgres_url: str, chroma_ser
         return (tmp_path / name).read_bytes()
 
     db, ns = _new_db(postgres_url), f"x{uuid.uuid4().hex[:12]}"
-    monkeypatch.setattr(transfer, "BATCH", 4)
+    monkeypatch.setattr(transfer.format, "BATCH", 4)
     with server(CountingEmbedder(fail_on_call=2)) as e:
         with pytest.raises(RuntimeError, match="injected"):
             e.import_(original)

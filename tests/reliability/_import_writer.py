@@ -19,7 +19,7 @@ MANUAL = MnemoniaConfig.load(env={}, maintenance="manual")  # maintenance run by
 
 def main() -> None:
     store, path, on_conflict, call, when, now = sys.argv[1:7]
-    transfer.BATCH = 4
+    transfer.format.BATCH = 4
     engine = MemoryEngine.open(store, config=MANUAL,
                                clock=ManualClock(datetime.fromisoformat(now)),
                                embedder=HashingEmbedder())

@@ -299,7 +299,7 @@ def test_bad_last_relation_writes_nothing(rich: Rich, small_store: Path, tmp_pat
 def test_failure_inside_a_batch_leaves_nothing(rich: Rich, small_store: Path,
                                                monkeypatch: pytest.MonkeyPatch,
                                                fail_on_call: int) -> None:
-    monkeypatch.setattr(transfer, "BATCH", 4)  # 4 batches of memories
+    monkeypatch.setattr(transfer.format, "BATCH", 4)  # 4 batches of memories
     before = dump(small_store)
     failing = CountingEmbedder(fail_on_call=fail_on_call)
     with open_store(small_store, rich.now, failing) as e:
@@ -322,7 +322,7 @@ def test_failure_during_a_replace_leaves_the_stored_version(rich: Rich, tmp_path
         if r["type"] == "memory":
             r["text"] = r["text"] + " (edited)"
     edited = _write(tmp_path / "edited.jsonl", records)
-    monkeypatch.setattr(transfer, "BATCH", 4)
+    monkeypatch.setattr(transfer.format, "BATCH", 4)
     before = dump(store)
     with open_store(store, rich.now, CountingEmbedder(fail_on_call=3)) as e, pytest.raises(
             RuntimeError, match="injected"):
@@ -637,7 +637,7 @@ def test_writes_during_an_export_do_not_reach_it(rich: Rich, tmp_path: Path,
     the file is the one the store gave before."""
     store = tmp_path / "store"
     shutil.copytree(rich.folder, store)
-    monkeypatch.setattr(transfer, "BATCH", 4)
+    monkeypatch.setattr(transfer.format, "BATCH", 4)
     with open_store(store, rich.now) as e:
 
         def write_meanwhile(stage: str, done: int, total: int) -> None:
