@@ -1,7 +1,7 @@
 """The fault table of the multi-process tests (issue 31) as markdown: one row per scenario,
 its counts summed over every run, and the number of runs.
 
-    MNEMONIA_FAULT_TABLE=faults.jsonl .venv/bin/python -m pytest \\
+    FAULT_TABLE_FILE=faults.jsonl .venv/bin/python -m pytest \\
         tests/reliability/test_multiprocess.py -p no:cacheprovider
     .venv/bin/python benchmarks/fault_table.py faults.jsonl
 
@@ -59,7 +59,7 @@ def table(rows: list[dict[str, object]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", type=Path, help="the JSON-lines file MNEMONIA_FAULT_TABLE named")
+    parser.add_argument("path", type=Path, help="the JSON-lines file FAULT_TABLE_FILE named")
     args = parser.parse_args()
     rows = load(args.path)
     if not rows:

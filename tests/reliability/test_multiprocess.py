@@ -17,7 +17,7 @@ checks the contract:
 An embedded store (one folder) is the counterpart: a second process is refused with a clear
 ``StoreError`` and the writer loses nothing.
 
-With ``MNEMONIA_FAULT_TABLE=<file>`` each scenario appends its summary row to that JSON-lines
+With ``FAULT_TABLE_FILE=<file>`` each scenario appends its summary row to that JSON-lines
 file (``benchmarks/fault_table.py <file>`` prints the table); the row is printed too (-s).
 """
 
@@ -380,7 +380,7 @@ def report(scenario: str, found: Findings) -> None:
     kinds = Counter(f"{e['where']}:{e['error']}" for e in found.errors)
     if kinds:
         print(f"errors recorded: {dict(kinds)}")
-    table = os.environ.get("MNEMONIA_FAULT_TABLE")
+    table = os.environ.get("FAULT_TABLE_FILE")
     if table:
         with open(table, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
