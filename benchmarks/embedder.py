@@ -1,5 +1,5 @@
 r"""The bundled all-MiniLM-L6-v2 on its three backends side by side, in one run: ``torch``
-(sentence-transformers), ``onnx`` and ``onnx-int8`` (``mnemonia.onnx_embedder``), each with 1
+(sentence-transformers), ``onnx`` and ``onnx-int8`` (``mnemonia.embeddings.onnx``), each with 1
 and 2 threads.
 
     .venv/bin/python benchmarks/embedder.py                 # everything (~10 min on 2 cores)
@@ -59,7 +59,7 @@ from locomo import RECALL_K, CachedEmbedder, ingest, turn_text  # noqa: E402
 from locomo_data import DEFAULT_PATH, Conversation, load_locomo, scored_questions  # noqa: E402
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig  # noqa: E402
 from mnemonia.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from mnemonia.onnx_embedder import OnnxEmbedder  # noqa: E402
+from mnemonia.embeddings.onnx import OnnxEmbedder  # noqa: E402
 from mnemonia.validation import embed_text  # noqa: E402
 
 

@@ -31,7 +31,6 @@ LAYERS: dict[str, int] = {
     "mnemonia.errors": 0,
     "mnemonia.scoring": 1,
     "mnemonia.store": 2, "mnemonia.validation": 2, "mnemonia.embeddings": 2,
-    "mnemonia.onnx_embedder": 2,
     "mnemonia.models": 2, "mnemonia.entities": 2, "mnemonia.config": 2, "mnemonia.clock": 2,
     "mnemonia.runtime": 3,
     "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,

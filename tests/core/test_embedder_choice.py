@@ -13,8 +13,8 @@ from mnemonia.embeddings import (
     as_embedder,
     default_embedder,
 )
+from mnemonia.embeddings.onnx import OnnxEmbedder, default_cache_dir
 from mnemonia.errors import InvalidInputError, MnemoniaError, StoreError
-from mnemonia.onnx_embedder import OnnxEmbedder, default_cache_dir
 
 
 def test_an_unknown_backend_is_refused_naming_the_choices() -> None:

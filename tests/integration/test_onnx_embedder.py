@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
-from mnemonia.onnx_embedder import OnnxEmbedder, model_key
+from mnemonia.embeddings.onnx import OnnxEmbedder, model_key
 
 pytestmark = pytest.mark.integration
 
@@ -149,7 +149,7 @@ def test_a_damaged_cache_is_exported_again(onnx: OnnxEmbedder, tmp_path: Path,
 
 _EXPORT = """
 import sys
-from mnemonia.onnx_embedder import OnnxEmbedder
+from mnemonia.embeddings.onnx import OnnxEmbedder
 emb = OnnxEmbedder(cache_dir=sys.argv[1])
 vec = emb.embed_query("two processes, one cache")
 print(",".join(emb.exported) or "-", round(float(vec @ vec), 4))

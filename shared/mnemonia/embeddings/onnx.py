@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from mnemonia.embeddings import (
+from mnemonia.embeddings.base import (
     DEFAULT_MODEL_NAME,
-    SentenceTransformerEmbedder,
     bundled_model_path,
     quiet_offline_environment,
 )
+from mnemonia.embeddings.sentence_transformers import SentenceTransformerEmbedder
 from mnemonia.errors import MissingDependencyError, MnemoniaError, StoreError
 
 __all__ = ["DEFAULT_THREADS", "EXPORT_FORMAT", "OPSET", "OnnxEmbedder", "default_cache_dir",
