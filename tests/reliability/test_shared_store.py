@@ -17,6 +17,7 @@ from mnemonia import MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import (
     InvalidInputError,
+    StoreError,
     StoreUnavailableError,
     StoreWriteTakenOverError,
     WriteOutcomeUnknownError,
@@ -223,3 +224,25 @@ def test_an_outage_is_one_log_line_per_kind_with_counts(caplog: pytest.LogCaptur
         "recording a review (StoreUnavailableError) works again (0 failures since the last "
         "report)",
     ]
+
+
+def test_a_transient_chroma_server_error_is_retried(engine: MemoryEngine) -> None:
+    """Chroma's 'Error creating hnsw segment reader: Nothing found on disk' (a server that
+    restarted answers it for a moment) goes through the retries like a network error."""
+    from chromadb.errors import InternalError
+
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise InternalError("Error creating hnsw segment reader: Nothing found on disk")
+        return "answered"
+
+    assert engine.vectors._call(flaky) == "answered" and len(calls) == 3
+
+    def broken() -> str:
+        raise InternalError("some other internal error")
+
+    with pytest.raises(StoreError, match="some other internal error"):
+        engine.vectors._call(broken)  # not transient: one attempt, a typed error
