@@ -28,6 +28,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from mnemonia.errors import InvalidInputError, MnemoniaError
+from mnemonia.maintenance.jobs import JOB_NAMES, JOBS, report_field
+from mnemonia.maintenance.jobs import job as job_named
 from mnemonia.validation import positive_int
 from mnemonia.validation import tenant as check_tenant
 
@@ -203,7 +205,8 @@ def mcp_cmd(path: PathOpt = Path("memory"),
 
 @app.command()
 @user_errors()
-def maintain(job: Annotated[str, typer.Argument(help="evict|consolidate|review|reevaluate|all")]
+def maintain(job: Annotated[str, typer.Argument(
+                 help=f"{'|'.join(JOB_NAMES)}|all (every job once)")]
              = "all", path: PathOpt = Path("memory"),
              tenant: Annotated[str | None, typer.Option()] = None,
              every: Annotated[str | None, typer.Option(
@@ -232,11 +235,11 @@ def parse_duration(text: str) -> float:
 def _maintain_every(engine: Any, seconds: float, tenant: str | None,
                     rounds: int | None) -> None:
     """``mnemonia maintain --every``: the background scheduler as a foreground process."""
-    from mnemonia.maintenance import JOBS, Scheduler
+    from mnemonia.maintenance import Scheduler
 
     if rounds is not None and rounds < 1:
         raise InvalidInputError(f"--rounds={rounds!r}: must be an integer >= 1")
-    scheduler = Scheduler(engine, intervals=dict.fromkeys(JOBS, seconds),
+    scheduler = Scheduler(engine, intervals=dict.fromkeys(JOB_NAMES, seconds),
         tenants=None if tenant is None else [tenant])
     console.print(f"maintaining {engine.path} every {seconds:g} s (Ctrl-C stops)")
     done_rounds = 0
@@ -376,9 +379,6 @@ def import_cmd(src: Path, path: PathOpt = Path("memory"), reembed: bool = False,
     console.print(f"imported {n} memories")
 
 
-_CLI_JOBS = ("evict", "consolidate", "review", "reevaluate", "enrich", "all")
-
-
 def _int_fields(data: Mapping[str, Any]) -> dict[str, int]:
     return {k: v for k, v in data.items() if isinstance(v, int) and not isinstance(v, bool)}
 
@@ -391,9 +391,9 @@ def run_maintenance(engine: Any, job: str = "all", *, tenant: str | None = None,
 
     Args:
         engine: The engine.
-        job: ``evict`` (an explicit run: the full budget), ``consolidate``, ``review``,
-            ``reevaluate``, ``enrich`` or ``all`` (:func:`maintain`: automatic eviction only
-            over ``max_memories``).
+        job: A job of :data:`mnemonia.maintenance.JOBS` (``evict`` is an explicit run: the
+            full budget) or ``all`` (:func:`maintain`: automatic eviction only over
+            ``max_memories``).
         tenant: One tenant, or ``None`` for every tenant.
         progress: Show the progress bar and the table (on ``console``).
         console: A ``rich.console.Console`` to print to (default: a new one on stdout).
@@ -406,16 +406,16 @@ def run_maintenance(engine: Any, job: str = "all", *, tenant: str | None = None,
     Raises:
         InvalidInputError: An unknown job or a bad tenant name.
     """
-    if job not in _CLI_JOBS:
-        raise InvalidInputError(f"job={job!r}: must be one of {', '.join(_CLI_JOBS)}")
+    if job not in (*JOB_NAMES, "all"):
+        raise InvalidInputError(f"job={job!r}: must be one of {', '.join(JOB_NAMES)} or all")
     if tenant is not None:
         tenant = check_tenant(tenant)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     out = console if console is not None else Console()
     tenants = [tenant] if tenant is not None else engine.tenants()
-    per_tenant = {"all": 4, "reevaluate": 0}.get(job, 1)
-    total = len(tenants) * per_tenant + (1 if job in ("all", "reevaluate") else 0)
+    steps = JOBS if job == "all" else (job_named(job),)
+    total = sum(len(tenants) if j.scope == "tenant" else 1 for j in steps)
     bar = Progress(TextColumn("[bold]maintain[/] {task.description}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(), console=out,
                    disable=not progress, transient=False)
@@ -431,27 +431,23 @@ def run_maintenance(engine: Any, job: str = "all", *, tenant: str | None = None,
             report = engine.maintain(tenant, on_step=step)
             result["reports"] = report.as_dict()
             result["counts"] = report.counts
-            for tm in report.tenants:
-                per_row[tm.tenant] = {
-                    "enriched": tm.enrichment.enriched, "evicted": tm.eviction.evicted,
-                    "concepts": tm.consolidation.concepts_created,
-                    "consolidated": tm.consolidation.members_consolidated,
-                    "reviewed": tm.review.reviewed}
-            per_row["re-evaluation (all tenants)"] = {
-                "scanned": report.reevaluation.scanned,
-                "promoted": report.reevaluation.promoted}
-        elif job == "reevaluate":
-            rep = engine.reevaluate()
-            step("reevaluate", None)
-            data = rep.as_dict()
-            result["reports"]["reevaluate"] = data
+            for tm in report.tenants:  # one row per tenant: each tenant job's summary
+                per_row[tm.tenant] = {k: v for j in JOBS if j.scope == "tenant"
+                                      for k, v in getattr(tm, report_field(j)).summary().items()}
+            for j in JOBS:  # one row per store-wide job
+                if j.scope == "store":
+                    rep = getattr(report, report_field(j))
+                    per_row[f"{rep.TITLE} (all tenants)"] = rep.summary()
+        elif steps[0].scope == "store":
+            data = steps[0].run(engine.runtime, None, True).as_dict()
+            step(job, None)
+            result["reports"][job] = data
             result["counts"] = _int_fields(data)
             per_row["all tenants"] = result["counts"]
         else:
-            fn = getattr(engine, job)  # evict (an explicit run), consolidate, review, enrich
             totals: dict[str, int] = {}
-            for t in tenants:
-                data = fn(tenant=t).as_dict()
+            for t in tenants:  # an explicit run (evict: the full budget)
+                data = steps[0].run(engine.runtime, t, True).as_dict()
                 step(job, t)
                 result["reports"][t] = data
                 per_row[t] = _int_fields(data)

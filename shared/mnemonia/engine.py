@@ -402,7 +402,7 @@ class MemoryEngine:
     def maintain(self, tenant: str | None = None, *,
                  on_step: Callable[[str, str | None], None] | None = None
                  ) -> maintenance.MaintenanceReport:
-        """Enrich, evict (only over ``max_memories``), consolidate, review and re-evaluate;
+        """Run every job of ``maintenance.JOBS`` once (eviction only over ``max_memories``);
         ``on_step(job, tenant)`` is called after each step (progress bars)."""
         return maintenance.maintain(self._rt, None if tenant is None else check.tenant(tenant),
                                     on_step=on_step)

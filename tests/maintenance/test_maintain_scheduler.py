@@ -74,7 +74,7 @@ def test_scheduler_cadence_on_the_engine_clock(engine: MemoryEngine, clock: Manu
     assert scheduler.intervals["reevaluate"] == 600.0  # default: every 10 minutes
     with scheduler:
         assert scheduler.running
-        _wait(lambda: all(scheduler.runs[j] == 1 for j in mt.JOBS))
+        _wait(lambda: all(scheduler.runs[j] == 1 for j in mt.JOB_NAMES))
         clock.advance(timedelta(minutes=10))
         _wait(lambda: scheduler.runs["reevaluate"] == 2 and scheduler.runs["enrich"] == 2)
         time.sleep(0.1)

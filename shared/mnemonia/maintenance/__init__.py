@@ -2,8 +2,11 @@
 the TTL sweep of expired keyed items, the snapshot, use reports, and a background
 :class:`Scheduler` (DESIGN section 5).
 
-One module per job; each job takes the store's :class:`~mnemonia.runtime.Runtime` (the
-engine's public methods ``engine.evict``, ``engine.consolidate``, ... call them) and returns a
+One module per job, listed once in the registry :data:`JOBS` (:mod:`.jobs`: name, scope,
+config key of its cadence, how to run it, its report), which :func:`maintain`, the
+:class:`Scheduler` and ``mnemonia maintain JOB`` read. Each job takes the store's
+:class:`~mnemonia.runtime.Runtime` (the engine's public methods ``engine.evict``,
+``engine.consolidate``, ... call them) and returns a
 frozen report dataclass with counts (``report.as_dict()`` for JSON or tables), logging one
 structured line on the ``mnemonia.maintenance`` logger. Scoring comes from the pure
 :mod:`mnemonia.scoring` core; time always comes from the runtime's clock.
@@ -36,6 +39,7 @@ from mnemonia.maintenance.consolidate import (
 from mnemonia.maintenance.enrich import enrich
 from mnemonia.maintenance.evict import evict
 from mnemonia.maintenance.expire import expire
+from mnemonia.maintenance.jobs import JOB_NAMES, JOBS, Job, job
 from mnemonia.maintenance.reevaluate import DEFERRED_KEY, LAST_TICK_KEY, reevaluate, window_inputs
 from mnemonia.maintenance.reports import (
     ConsolidationReport,
@@ -55,13 +59,14 @@ from mnemonia.maintenance.review import (
     report_use,
     review,
 )
-from mnemonia.maintenance.scheduler import DEFAULT_INTERVALS, JOBS, Scheduler, maintain
+from mnemonia.maintenance.scheduler import DEFAULT_INTERVALS, Scheduler, maintain
 from mnemonia.maintenance.snapshot import snapshot
 
 __all__ = [
     "DEFAULT_INTERVALS",
     "DEFERRED_KEY",
     "JOBS",
+    "JOB_NAMES",
     "LAST_TICK_KEY",
     "LSH_RECALL_AT_THRESHOLD",
     "MINHASH_PERMUTATIONS",
@@ -69,6 +74,7 @@ __all__ = [
     "EnrichmentReport",
     "EvictionReport",
     "ExpiryReport",
+    "Job",
     "MaintenanceReport",
     "Promotion",
     "ReevaluationReport",
@@ -83,6 +89,7 @@ __all__ = [
     "estimate_quality",
     "evict",
     "expire",
+    "job",
     "lsh_params",
     "maintain",
     "quality_from_rank",

@@ -4,9 +4,10 @@ JSON for logs, tables and the CLI)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "ConsolidationReport",
@@ -27,14 +28,26 @@ def json_default(value: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class Report:
+    TITLE: ClassVar[str] = ""
+    """What a job's report is called in tables (``re-evaluation``)."""
+    SUMMARY: ClassVar[Mapping[str, str]] = {}
+    """The counts a summary shows (``mnemonia maintain all``'s table): column -> field."""
+
     def as_dict(self) -> dict[str, Any]:
         """The report as a JSON-safe dict."""
         return json.loads(json.dumps(asdict(self), default=json_default))  # type: ignore[no-any-return]
+
+    def summary(self) -> dict[str, int]:
+        """The headline counts (:attr:`SUMMARY`), ``{column: count}``."""
+        return {column: getattr(self, name) for column, name in self.SUMMARY.items()}
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExpiryReport(Report):
     """What one TTL sweep did: ``expired`` items removed, from ``tenants`` tenants."""
+
+    TITLE = "TTL sweep"
+    SUMMARY: ClassVar[Mapping[str, str]] = {"expired": "expired"}
 
     expired: int = 0
     tenants: int = 0
@@ -54,6 +67,9 @@ class EvictionReport(Report):
         ids: The evicted ids, lowest priority first.
         reason: ``budget`` (explicit run), ``over_max_memories`` or ``not_over_max_memories``.
     """
+
+    TITLE = "eviction"
+    SUMMARY: ClassVar[Mapping[str, str]] = {"evicted": "evicted"}
 
     tenant: str
     active: int
@@ -78,6 +94,10 @@ class ConsolidationReport(Report):
         concept_ids: The concepts written by this run.
     """
 
+    TITLE = "consolidation"
+    SUMMARY: ClassVar[Mapping[str, str]] = {"concepts": "concepts_created",
+                                            "consolidated": "members_consolidated"}
+
     tenant: str
     scanned: int
     candidate_pairs: int
@@ -101,6 +121,9 @@ class ReviewReport(Report):
         ids: Reviewed ids, in review order.
     """
 
+    TITLE = "review"
+    SUMMARY: ClassVar[Mapping[str, str]] = {"reviewed": "reviewed"}
+
     tenant: str
     due: int
     reviewed: int
@@ -113,6 +136,9 @@ class ReviewReport(Report):
 @dataclass(frozen=True, kw_only=True)
 class EnrichmentReport(Report):
     """What one enrichment sweep did: ``pending`` memories waited, ``enriched`` were done."""
+
+    TITLE = "enrichment"
+    SUMMARY: ClassVar[Mapping[str, str]] = {"enriched": "enriched"}
 
     tenant: str
     pending: int
@@ -150,6 +176,9 @@ class ReevaluationReport(Report):
         deferred: Candidates left out by the cap or the cooldown; they compete again in the
             next tick (see :data:`mnemonia.maintenance.reevaluate.DEFERRED_KEY`).
     """
+
+    TITLE = "re-evaluation"
+    SUMMARY: ClassVar[Mapping[str, str]] = {"scanned": "scanned", "promoted": "promoted"}
 
     window_start: datetime
     window_end: datetime

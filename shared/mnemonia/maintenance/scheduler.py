@@ -16,35 +16,21 @@ from typing import Any, Protocol
 
 from mnemonia.config import MnemoniaConfig
 from mnemonia.errors import InvalidInputError, MnemoniaError, shown
-from mnemonia.maintenance.consolidate import consolidate
-from mnemonia.maintenance.enrich import enrich
-from mnemonia.maintenance.evict import evict
-from mnemonia.maintenance.expire import expire
-from mnemonia.maintenance.reevaluate import reevaluate
+from mnemonia.maintenance.jobs import JOB_NAMES, JOBS, MAINTAIN_ORDER, report_field
+from mnemonia.maintenance.jobs import job as job_named
 from mnemonia.maintenance.reports import MaintenanceReport, TenantMaintenance
-from mnemonia.maintenance.review import review
 from mnemonia.runtime import Runtime
 from mnemonia.validation import callable_or_none
 from mnemonia.validation import tenant as check_tenant
 
-__all__ = ["DEFAULT_INTERVALS", "JOBS", "HasRuntime", "Scheduler", "maintain"]
+__all__ = ["DEFAULT_INTERVALS", "HasRuntime", "Scheduler", "maintain"]
 
 log = logging.getLogger("mnemonia.maintenance")
 
-JOBS: tuple[str, ...] = ("enrich", "evict", "consolidate", "review", "reevaluate", "expire")
-"""Maintenance jobs, in the order :func:`maintain` runs the per-tenant ones (re-evaluation and
-the TTL sweep of expired items run once for every tenant)."""
-
-_INTERVAL_KEYS: Mapping[str, str] = {
-    "enrich": "enrich_interval", "evict": "evict_interval",
-    "consolidate": "consolidate_interval", "review": "review_interval",
-    "reevaluate": "reevaluation_interval", "expire": "expire_interval"}
-"""The config key of each job's cadence."""
-
 DEFAULT_INTERVALS: Mapping[str, float | None] = {
-    job: getattr(MnemoniaConfig, key) for job, key in _INTERVAL_KEYS.items()}
+    j.name: getattr(MnemoniaConfig, j.interval_key) for j in JOBS}
 """Seconds between two runs of each job in a :class:`Scheduler` by default: the config's
-cadences (``enrich_interval``, ...); overridable per job."""
+cadences (each job's ``interval_key``: ``enrich_interval``, ...); overridable per job."""
 
 
 class HasRuntime(Protocol):
@@ -60,9 +46,10 @@ def _tenants(rt: Runtime, tenant: str | None) -> list[str]:
 
 def maintain(rt: Runtime, tenant: str | None = None, *,
              on_step: Callable[[str, str | None], None] | None = None) -> MaintenanceReport:
-    """Run every job: the TTL sweep of expired items and one re-evaluation tick (both global),
-    then per tenant the enrichment sweep, automatic eviction (only over ``max_memories``),
-    consolidation and the SM-2 review pass.
+    """Run every job of :data:`~mnemonia.maintenance.jobs.JOBS` once, in
+    :data:`~mnemonia.maintenance.jobs.MAINTAIN_ORDER`: the store-wide ones (the TTL sweep of
+    expired items, one re-evaluation tick), then per tenant the others (the enrichment sweep,
+    automatic eviction (only over ``max_memories``), consolidation, the SM-2 review pass).
 
     Args:
         rt: The store's runtime.
@@ -76,23 +63,20 @@ def maintain(rt: Runtime, tenant: str | None = None, *,
         if on_step is not None:
             on_step(job, t)
 
-    expiry = expire(rt)
-    step("expire", None)
-    reevaluation = reevaluate(rt)
-    step("reevaluate", None)
+    whole: dict[str, Any] = {}
+    for j in MAINTAIN_ORDER:
+        if j.scope == "store":
+            whole[report_field(j)] = j.run(rt, None, False)
+            step(j.name, None)
     done: list[TenantMaintenance] = []
     for t in _tenants(rt, tenant):
-        e = enrich(rt, tenant=t)
-        step("enrich", t)
-        v = evict(rt, tenant=t, force=False)
-        step("evict", t)
-        c = consolidate(rt, tenant=t, summariser=rt.summariser)
-        step("consolidate", t)
-        r = review(rt, tenant=t)
-        step("review", t)
-        done.append(TenantMaintenance(tenant=t, enrichment=e, eviction=v, consolidation=c,
-                                      review=r))
-    report = MaintenanceReport(reevaluation=reevaluation, tenants=tuple(done), expiry=expiry)
+        mine: dict[str, Any] = {}
+        for j in MAINTAIN_ORDER:
+            if j.scope == "tenant":
+                mine[report_field(j)] = j.run(rt, t, False)
+                step(j.name, t)
+        done.append(TenantMaintenance(tenant=t, **mine))
+    report = MaintenanceReport(tenants=tuple(done), **whole)
     log.info("maintain %s", " ".join(f"{k}={v}" for k, v in report.counts.items()),
              extra={"mnemonia": {"job": "maintain", **report.counts}})
     return report
@@ -103,11 +87,10 @@ def _intervals(rt: Runtime, intervals: Mapping[str, float | None] | None,
     """The default cadences with ``intervals`` over them; every bad value in one error."""
     problems: list[str] = []
     cfg = rt.config
-    merged: dict[str, float | None] = {
-        job: getattr(cfg, key) for job, key in _INTERVAL_KEYS.items()}
+    merged: dict[str, float | None] = {j.name: getattr(cfg, j.interval_key) for j in JOBS}
     for job, value in (intervals or {}).items():
-        if job not in JOBS:
-            problems.append(f"unknown job {shown(job)} (jobs: {', '.join(JOBS)})")
+        if job not in JOB_NAMES:
+            problems.append(f"unknown job {shown(job)} (jobs: {', '.join(JOB_NAMES)})")
         elif value is not None and (isinstance(value, bool)
                                     or not isinstance(value, int | float)
                                     or not math.isfinite(value) or value <= 0):
@@ -143,9 +126,9 @@ class Scheduler:
         False
     """
 
-    jobs: tuple[str, ...] = JOBS
-    """The jobs a scheduler runs (each at its cadence; ``None`` in ``intervals`` turns one
-    off)."""
+    jobs: tuple[str, ...] = JOB_NAMES
+    """The jobs a scheduler runs (:data:`~mnemonia.maintenance.jobs.JOBS`, each at its
+    cadence; ``None`` in ``intervals`` turns one off)."""
 
     def __init__(self, engine: HasRuntime, *,
                  intervals: Mapping[str, float | None] | None = None,
@@ -158,13 +141,13 @@ class Scheduler:
         self.intervals: dict[str, float | None] = merged
         self.poll_interval = float(poll_interval)
         self.tenants = None if tenants is None else [check_tenant(t) for t in tenants]
-        self.runs: dict[str, int] = {job: 0 for job in JOBS}
+        self.runs: dict[str, int] = {job: 0 for job in JOB_NAMES}
         self.last_reports: dict[str, Any] = {}
         self.errors: list[tuple[str, BaseException]] = []
         first = rt.now()
         self._next: dict[str, datetime | None] = {
             job: None if run_at_start or merged[job] is None
-            else first + timedelta(seconds=merged[job] or 0.0) for job in JOBS}
+            else first + timedelta(seconds=merged[job] or 0.0) for job in JOB_NAMES}
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._listening = False
         self.follow_clock = follow_clock
@@ -176,30 +159,20 @@ class Scheduler:
     def running(self) -> bool:
         return self._listening or (self._thread is not None and self._thread.is_alive())
 
-    def _run(self, job: str) -> Any:
+    def _run(self, name: str) -> Any:
+        """Run one job: its report (a store-wide job), or ``{tenant: report}``."""
         rt = self._rt
-        if job == "reevaluate":
-            return reevaluate(rt)
-        if job == "expire":
-            return expire(rt)
+        j = job_named(name)
+        if j.scope == "store":
+            return j.run(rt, None, False)
         tenants = self.tenants if self.tenants is not None else rt.tenants()
-        out: dict[str, Any] = {}
-        for t in tenants:
-            if job == "enrich":
-                out[t] = enrich(rt, tenant=t)
-            elif job == "evict":
-                out[t] = evict(rt, tenant=t, force=False)
-            elif job == "consolidate":
-                out[t] = consolidate(rt, tenant=t, summariser=rt.summariser)
-            else:
-                out[t] = review(rt, tenant=t)
-        return out
+        return {t: j.run(rt, t, False) for t in tenants}
 
     def run_pending(self) -> dict[str, Any]:
         """Run, now and in this thread, every job whose time has come; returns their reports."""
         done: dict[str, Any] = {}
         with self._lock:
-            for job in JOBS:
+            for job in JOB_NAMES:
                 every = self.intervals[job]
                 if every is None:
                     continue
