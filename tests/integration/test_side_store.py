@@ -30,7 +30,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
