@@ -5,18 +5,22 @@ listed 4 of the 6 jobs)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia import cli as cli_module
 from mnemonia import maintenance as mt
 from mnemonia.cli import app
 from mnemonia.errors import InvalidInputError
 from mnemonia.maintenance.jobs import JOB_NAMES, JOBS, MAINTAIN_ORDER, job, report_field
 from mnemonia.models import ItemWrite
 from mnemonia.store import sql as S
+from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.conftest import START
@@ -28,8 +32,21 @@ def _stored(engine: MemoryEngine) -> int:
 
 
 def _cli(*args: str) -> tuple[int, str]:
-    out = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    # the CLI's console takes its width from COLUMNS when mnemonia.cli is first imported
+    # (under xdist: at collection, 80 columns, and the tables' titles wrap): a wide one here
+    with _swap(cli_module, "console", Console(width=200)):
+        out = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
     return out.exit_code, out.output
+
+
+@contextlib.contextmanager
+def _swap(module: object, name: str, value: object) -> Iterator[None]:
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
 
 
 # -- the registry drives the scheduler, its cadences and maintain() ---------------------------
