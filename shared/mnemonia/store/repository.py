@@ -1,9 +1,9 @@
-"""The SQL side-store (SQLAlchemy Core): the system of record for lifecycle state, relations,
-logs and the keyword index, and the one home of every SQL statement Mnemonia runs.
+"""The SQL side-store: the system of record for lifecycle state, relations, logs and the
+keyword index, and the one home of every SQL statement Mnemonia runs.
 
-SQLite by default (a file next to the Chroma folder, FTS5 with bm25 ranking); any SQLAlchemy URL
-works, with PostgreSQL full-text search in server mode. Dialect branches live here only; the
-tables and migrations are in :mod:`mnemonia.store.schema`.
+The database, its sessions and its dialect are :class:`~mnemonia.store.database.Database`;
+what differs between SQLite and PostgreSQL is :mod:`mnemonia.store.dialect`; the tables and
+migrations are in :mod:`mnemonia.store.schema`.
 Times are stored as float seconds since the epoch (UTC).
 """
 
@@ -12,50 +12,27 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import re
-import threading
-import time
-from collections import Counter, namedtuple
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Connection, Engine
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
 
 from mnemonia.clock import from_ts
 from mnemonia.config import DEFAULT_KEYWORD_POSTINGS
-from mnemonia.errors import (
-    MemoryNotFoundError,
-    StoreError,
-    StoreFileChangedError,
-    StoreUnavailableError,
-)
+from mnemonia.errors import MemoryNotFoundError
 from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.scoring.sm2 import SM2State
-from mnemonia.store.retry import FailureLog, first_then
+from mnemonia.store.database import Connection, Database
 from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import (
     ITEM_KEY,
-    MIGRATIONS,
     access_log,
     collections,
-    item_expressions,
     keyword_terms,
     kv,
     maintenance_leases,
@@ -65,9 +42,18 @@ from mnemonia.store.schema import (
     memory_vectors,
     memory_writers,
     relations,
-    schema_migrations,
     tenant_token,
     term_vectors,
+)
+from mnemonia.store.statements import (
+    COMMITTED_SQL,
+    MEMORY_COLUMNS,
+    MEMORY_COLUMNS_EDGES,
+    SqlCondition,
+    all_of,
+    chunks,
+    is_committed,
+    not_,
 )
 from mnemonia.validation import memory_id as check_id
 
@@ -85,47 +71,12 @@ MAX_KEYWORD_POSTINGS = DEFAULT_KEYWORD_POSTINGS
 
 _WORD = re.compile(r"\w+")
 
-
-
-MIGRATION_LOCK = 7_316_402_913
-"""The PostgreSQL advisory lock key the migrations run under (one process at a time)."""
 WRITER_JOB = "writer:"
 """Lease name prefix of a process writing to the store (``writer:<holder>``)."""
 WRITER_LEASE = 30.0
 """Seconds a writer lease runs unless renewed; an open engine renews it every quarter of
 this. A process stalled or cut off from the side-store for longer may see a write of its
 taken over by another process's repair (:class:`~mnemonia.errors.StoreWriteTakenOverError`)."""
-
-
-def _open_hint(reason: object) -> str:
-    """What to do about a SQLite store that cannot be opened for ``reason``."""
-    text = str(reason).lower()
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return ("The file is damaged or not a Mnemonia store: restore it from a backup, or "
-                "move it away to start an empty store.")
-    if "readonly" in text or "read-only" in text or "unable to open" in text \
-            or "permission" in text:
-        return ("The file or its folder cannot be written: make them writable (an embedded "
-                "store writes on every call, recall included).")
-    return ""
-
-_MEMORY_COLUMNS = ", ".join(f"m.{c.name}" for c in memories.columns)
-_MEMORY_COLUMNS_EDGES = _MEMORY_COLUMNS + (
-    ", (EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.src = m.id) OR "
-    "EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.dst = m.id)) "
-    "AS has_edges")
-
-
-def _committed(status: Any) -> Any:
-    """``status = 'committed'``, written (``status || ''``) so that no index on the status
-    serves it. Nearly every row is committed, but without statistics SQLite takes the status
-    index as selective: ``id IN (...) AND status = 'committed'`` then walked the whole status
-    index instead of the primary key (0.75 s against 0.02 s for 2,000 ids at 1M memories)."""
-    return status.concat("") == "committed"
-
-
-_COMMITTED_SQL = "(m.status || '') = 'committed'"
-""":func:`_committed` in the raw SQL over ``memories AS m``."""
 
 
 def _opt_dt(ts: float | None) -> datetime | None:
@@ -150,500 +101,64 @@ def _entities(stored: str) -> tuple[str, ...]:
     return tuple(json.loads(stored))
 
 
-@dataclass(frozen=True)
-class SqlCondition:
-    """A boolean SQL expression over a ``memories`` row (alias ``m``), written with ``?``
-    placeholders, and its parameters: how a filter built here reaches the reads that apply
-    it (recall's candidate rows, item pages) without SQL anywhere else."""
-
-    sql: str
-    params: tuple[Any, ...] = ()
-
-    def and_(self, other: SqlCondition | None) -> SqlCondition:
-        if other is None:
-            return self
-        return SqlCondition(f"({self.sql}) AND ({other.sql})", self.params + other.params)
-
-
-_TRUE = SqlCondition("1 = 1")
-_FALSE = SqlCondition("1 = 0")
-
-
-def _all(conds: Sequence[SqlCondition]) -> SqlCondition:
-    if not conds:
-        return _TRUE
-    return SqlCondition(" AND ".join(f"({c.sql})" for c in conds),
-                        tuple(p for c in conds for p in c.params))
-
-
-def _any(conds: Sequence[SqlCondition]) -> SqlCondition:
-    if not conds:
-        return _FALSE
-    return SqlCondition(" OR ".join(f"({c.sql})" for c in conds),
-                        tuple(p for c in conds for p in c.params))
-
-
-def _not(cond: SqlCondition) -> SqlCondition:
-    return SqlCondition(f"NOT ({cond.sql})", cond.params)
-
-
-_COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-_SQLITE_TYPES = {"object": ("object",), "array": ("array",), "string": ("text",),
-                 "null": ("null",), "number": ("integer", "real")}
-_ITEM_VALUE = (ITEM_KEY, "value")
-Path = tuple[str | int, ...]
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool)
-
-
-class _JsonFilter:
-    """Predicates on the JSON inside ``m.metadata``, spelled for SQLite (``json_type`` /
-    ``json_extract``) or PostgreSQL (``jsonb``). Each one is TRUE or FALSE, never NULL (a
-    missing field is FALSE), so NOT and OR of them mean what they say.
-
-    Semantics are JSON's (what PostgreSQL's jsonb compares): ``true`` is not ``1``,
-    ``1`` equals ``1.0``, objects compare by keys and lists by position.
-    """
-
-    def __init__(self, dialect: str) -> None:
-        if dialect not in ("sqlite", "postgresql"):
-            raise StoreError(f"value filters need SQLite or PostgreSQL, not {dialect!r}")
-        self.pg = dialect == "postgresql"
-
-    # -- leaves ----------------------------------------------------------------------------
-    def _at(self, path: Path) -> SqlCondition:
-        """PostgreSQL: the jsonb value at ``path`` (NULL when missing)."""
-        return SqlCondition("(m.metadata::jsonb #> CAST(? AS text[]))",
-                            ([str(p) for p in path],))
-
-    @staticmethod
-    def _sqlite_path(path: Path) -> str:
-        # Labels are quoted as the stored JSON spells them (json.dumps escapes), which is
-        # what SQLite's path lookup compares; '"' cannot be quoted (validation refuses it).
-        return "$" + "".join(f"[{p}]" if isinstance(p, int) else f'."{json.dumps(p)[1:-1]}"'
-                             for p in path)
-
-    def type_is(self, path: Path, kind: str) -> SqlCondition:
-        if self.pg:
-            at = self._at(path)
-            return SqlCondition(f"COALESCE(jsonb_typeof({at.sql}) = ?, FALSE)",
-                                (*at.params, kind))
-        names = _SQLITE_TYPES[kind]
-        return SqlCondition(f"COALESCE(json_type(m.metadata, ?) IN ({','.join('?' * len(names))})"
-                            ", FALSE)", (self._sqlite_path(path), *names))
-
-    def present(self, path: Path) -> SqlCondition:
-        if self.pg:
-            at = self._at(path)
-            return SqlCondition(f"({at.sql}) IS NOT NULL", at.params)
-        return SqlCondition("json_type(m.metadata, ?) IS NOT NULL", (self._sqlite_path(path),))
-
-    def eq(self, path: Path, value: Any) -> SqlCondition:
-        """The JSON value at ``path`` equals a scalar (or, on PostgreSQL, any) ``value``."""
-        if self.pg:
-            at = self._at(path)
-            return SqlCondition(f"COALESCE({at.sql} = CAST(? AS jsonb), FALSE)",
-                                (*at.params, json.dumps(value)))
-        p = self._sqlite_path(path)
-        if value is None or isinstance(value, bool):
-            name = "null" if value is None else ("true" if value else "false")
-            return SqlCondition("COALESCE(json_type(m.metadata, ?) = ?, FALSE)", (p, name))
-        kind = "number" if _number(value) else "string"
-        typed = self.type_is(path, kind)
-        return SqlCondition(f"{typed.sql} AND COALESCE(json_extract(m.metadata, ?) = ?, FALSE)",
-                            (*typed.params, p, value))
-
-    def length_is(self, path: Path, n: int) -> SqlCondition:
-        if self.pg:
-            at = self._at(path)
-            return SqlCondition(f"CASE WHEN jsonb_typeof({at.sql}) = 'array' THEN "
-                                f"jsonb_array_length({at.sql}) = ? ELSE FALSE END",
-                                (*at.params, *at.params, n))
-        return SqlCondition("COALESCE(json_type(m.metadata, ?) = 'array' AND "
-                            "json_array_length(m.metadata, ?) = ?, FALSE)",
-                            (self._sqlite_path(path), self._sqlite_path(path), n))
-
-    def compare(self, path: Path, op: str, arg: Any) -> SqlCondition:
-        """Numbers with numbers, strings with strings (code-point order); else FALSE."""
-        sym = _COMPARE[op]
-        if not (_number(arg) or isinstance(arg, str)):
-            return _FALSE
-        if self.pg:
-            at = self._at(path)
-            kind, cast = ("number", "::float8") if _number(arg) else ("string", ' COLLATE "C"')
-            return SqlCondition(f"CASE WHEN jsonb_typeof({at.sql}) = '{kind}' THEN "
-                                f"({at.sql} #>> '{{}}'){cast} {sym} ? ELSE FALSE END",
-                                (*at.params, *at.params, arg))
-        typed = self.type_is(path, "number" if _number(arg) else "string")
-        return SqlCondition(f"{typed.sql} AND COALESCE(json_extract(m.metadata, ?) {sym} ?, "
-                            "FALSE)", (*typed.params, self._sqlite_path(path), arg))
-
-    # -- structure -------------------------------------------------------------------------
-    def exact(self, path: Path, value: Any) -> SqlCondition:
-        """Equal as JSON: objects with the same keys, lists of the same length."""
-        if self.pg:
-            return self.eq(path, value)  # jsonb equality is exactly that
-        if isinstance(value, Mapping):
-            count = SqlCondition("(SELECT count(*) FROM json_each(m.metadata, ?)) = ?",
-                                 (self._sqlite_path(path), len(value)))
-            return _all([self.type_is(path, "object"), count,
-                         *(self.exact((*path, k), v) for k, v in value.items())])
-        if isinstance(value, list | tuple):
-            return _all([self.length_is(path, len(value)),
-                         *(self.exact((*path, i), v) for i, v in enumerate(value))])
-        return self.eq(path, value)
-
-    def match(self, path: Path, expected: Any) -> SqlCondition:
-        """LangGraph's filter value: operators, else a dict matches the fields it names
-        (recursively), a list element by element, a scalar by equality."""
-        if isinstance(expected, Mapping):
-            if any(isinstance(k, str) and k.startswith("$") for k in expected):
-                return _all([self.operator(path, op, arg) for op, arg in expected.items()])
-            return _all([self.type_is(path, "object"),
-                         *(self.match((*path, k), v) for k, v in expected.items())])
-        if isinstance(expected, list | tuple):
-            return _all([self.length_is(path, len(expected)),
-                         *(self.match((*path, i), v) for i, v in enumerate(expected))])
-        return self.eq(path, expected)
-
-    def operator(self, path: Path, op: str, arg: Any) -> SqlCondition:
-        if op == "$eq":
-            return self.exact(path, arg)
-        if op == "$ne":
-            return _not(self.exact(path, arg))
-        if op in ("$in", "$nin"):
-            either = _any([self.exact(path, a) for a in arg])
-            return either if op == "$in" else _not(either)
-        return self.compare(path, op, arg)
-
-    def field(self, key: str, expected: Any) -> SqlCondition:
-        """One top-level filter entry: ``key`` is a field of the value or, when the value has
-        no such field and ``key`` has dots, a path into nested objects (``"meta.lang"``)."""
-        cond = self.match((*_ITEM_VALUE, key), expected)
-        if "." not in key:
-            return cond
-        nested = self.match((*_ITEM_VALUE, *key.split(".")), expected)
-        there = self.present((*_ITEM_VALUE, key))
-        return SqlCondition(f"CASE WHEN {there.sql} THEN ({cond.sql}) ELSE ({nested.sql}) END",
-                            there.params + cond.params + nested.params)
-
-
 class SideStore:
     """SQL half of a Mnemonia store. Thread-safe for one process (one writer at a time)."""
 
     def __init__(self, url: str, *, attempts: int = 5, max_wait: float = 2.0) -> None:
+        self.db = Database(url, attempts=attempts, max_wait=max_wait)
         self.url = url
-        self._attempts = attempts
-        self._max_wait = max_wait
-        kwargs: dict[str, Any] = {}
-        if url.startswith("sqlite"):
-            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-            kwargs["poolclass"] = sa.pool.StaticPool if ":memory:" in url else sa.pool.QueuePool
-        else:
-            kwargs["pool_pre_ping"] = True
-        try:
-            self.engine: Engine = sa.create_engine(url, **kwargs)
-        except Exception as e:  # bad URL or missing driver
-            raise StoreError(f"cannot open SQL store {url!r}: {e}") from e
-        self.dialect = self.engine.dialect.name
-        self._qmark = self.engine.dialect.paramstyle == "qmark"
-        self._dbapi_error = self.engine.dialect.loaded_dbapi.Error
-        self._lock = threading.RLock()
-        # deferred writes (:meth:`defer`): one writer thread, the last write handed to it, and
-        # per thread how deep it is in sessions of this store
-        self._writer: ThreadPoolExecutor | None = None
-        self._last_deferred: Future[None] | None = None
-        self._writer_lock = threading.Lock()
-        self._failures = FailureLog(log)
-        self._local = threading.local()
-        # rows kept between recalls (:meth:`keep_rows`): only where this process is the one
-        # writer, which is the opener's to say
-        self.row_cache: RowCache | None = None
-        # A SQLite file's identity (device, inode), taken on the first connection and checked
-        # before every session and before every commit: a file deleted or replaced under an
-        # open engine is noticed before anything more is written to (or read from) it.
-        self.file: str | None = _sqlite_file(self.engine.url.database) \
-            if self.dialect == "sqlite" else None
-        self._identity: tuple[int, int] | None = None
-        if self.dialect == "sqlite":
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.engine = self.db.engine
+        self.dialect = self.db.dialect.name
 
     @property
     def where(self) -> str:
         """The database's URL with any password hidden (for messages)."""
-        return self.engine.url.render_as_string(hide_password=True)
+        return self.db.where
 
-    # -- setup -----------------------------------------------------------------------------
+    @property
+    def row_cache(self) -> RowCache | None:
+        return self.db.row_cache
+
     def setup(self) -> list[int]:
-        """Apply every migration not yet applied, and make sure the store can be written.
-        Idempotent; returns the versions applied. A file that is no SQLite database, or one
-        that cannot be written, is a :class:`StoreError` saying so."""
-        try:
-            applied = self._migrate()
-            with self.begin() as conn:  # fails at once on a read-only file or folder
-                conn.execute(kv.delete().where(sa.false()))
-        except (StoreUnavailableError, StoreFileChangedError):
-            raise
-        except StoreError as e:
-            reason = getattr(e.__cause__, "orig", None) or e
-            raise StoreError(f"cannot open the SQL store {self._where()}: {reason}. "
-                             + _open_hint(reason)) from e
-        return applied
-
-    def _where(self) -> str:
-        return repr(self.engine.url.render_as_string(hide_password=True))
-
-    def _migrate(self) -> list[int]:
-        applied: list[int] = []
-        with self.begin() as conn:
-            # several processes may open a new store at once: the first one migrates, the
-            # others wait for it and then find every migration applied
-            if self.dialect == "postgresql":
-                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-            elif self.dialect == "sqlite":
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            schema_migrations.create(conn, checkfirst=True)
-            done = {r[0] for r in conn.execute(sa.select(schema_migrations.c.version))}
-            for version, name, fn in MIGRATIONS:
-                if version in done:
-                    continue
-                fn(conn)
-                conn.execute(schema_migrations.insert().values(
-                    version=version, name=name, applied_at=time.time()))
-                applied.append(version)
-        return applied
-
-    # -- connections -----------------------------------------------------------------------
-    def _unavailable(self, exc: BaseException) -> bool:
-        """The database did not answer (as opposed to rejecting a statement). ``exc`` is
-        SQLAlchemy's wrapper or the driver's own error."""
-        if isinstance(exc, sa.exc.DBAPIError):
-            if exc.connection_invalidated:
-                return True
-            exc = exc.orig if isinstance(exc.orig, BaseException) else exc
-        dbapi = self.engine.dialect.loaded_dbapi
-        kinds = (sa.exc.OperationalError, dbapi.OperationalError)
-        if self.dialect == "sqlite":  # a local file: only a lock held too long
-            return isinstance(exc, kinds) and "locked" in str(exc)
-        return isinstance(exc, (*kinds, sa.exc.InterfaceError, dbapi.InterfaceError))
-
-    def _checkout(self) -> Connection:
-        """A pooled connection. Reaching a database server goes through tenacity (exponential
-        backoff with jitter, bounded) once a first attempt failed; when the attempts run out:
-        StoreUnavailableError."""
-        return first_then(self.engine.connect, self._connect_retrying)
-
-    def _connect_retrying(self, connect: Callable[[], Connection]) -> Connection:
-        retrying = Retrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
-            retry=retry_if_exception(self._unavailable),
-            reraise=False,
-        )
-        try:
-            return retrying(connect)
-        except RetryError as e:
-            last = e.last_attempt.exception()
-            raise StoreUnavailableError(
-                f"the SQL store ({self.engine.url.render_as_string(hide_password=True)}) did "
-                f"not answer after {self._attempts} attempts: {last}") from last
-        except sa.exc.DBAPIError as e:
-            raise StoreError(f"cannot connect to the SQL store {self._where()}: {e.orig}") from e
-
-    def check_file(self) -> None:
-        """Raise :class:`StoreFileChangedError` if the SQLite file this store opened was
-        deleted or replaced since (one ``os.stat``; nothing for other databases)."""
-        if self.file is None:
-            return
-        if self._identity is None:
-            if not os.path.exists(self.file) and os.path.exists(self.file + "-wal"):
-                # SQLite would lay the old log over a new empty file
-                raise StoreFileChangedError(
-                    f"the SQLite side-store {self.file!r} is missing but its write-ahead log "
-                    f"{self.file + '-wal'!r} is still there: the file was deleted or moved. "
-                    "Put it back; or, to start an empty side-store, delete the -wal and -shm "
-                    "files (the Chroma vectors the lost file knew are then reported by "
-                    "`mnemonia doctor`)")
-            return
-        try:
-            st = os.stat(self.file)
-        except FileNotFoundError:
-            what = "was deleted"
-        else:
-            if (st.st_dev, st.st_ino) == self._identity:
-                return
-            what = "was replaced by another file"
-        raise StoreFileChangedError(
-            f"the SQLite side-store {self.file!r} {what} while this engine had it open; "
-            "nothing more is written or read through this engine (a write now would land in "
-            "a file nobody can open again). Close it; put the original file back if it was "
-            "moved, then open the store again (a reopen reports the Chroma vectors the file "
-            "now at that path does not know: see `mnemonia doctor --path FOLDER`)")
-
-    def _remember_file(self) -> None:
-        if self.file is not None and self._identity is None:
-            st = os.stat(self.file)
-            self._identity = (st.st_dev, st.st_ino)
+        return self.db.setup()
 
     def keep_rows(self) -> None:
-        """Keep the rows recall reads between calls (:mod:`mnemonia.store.rowcache`). Only
-        for a store no other process writes to: its writes are not seen here."""
-        if self.row_cache is None:
-            self.row_cache = RowCache()
+        self.db.keep_rows()
 
     def _kept(self, asked: bool) -> RowCache | None:
-        """The kept rows and counts a read ``asked`` for may use: none inside a write
-        transaction of this thread, which must see its own writes."""
-        writing: int = getattr(self._local, "writing", 0)
-        return self.row_cache if asked and not writing else None
-
-    @contextmanager
-    def _session(self, transaction: bool, changes: Sequence[str] | None = None
-                 ) -> Iterator[Connection]:
-        """A pooled connection (``transaction``: in a transaction, committed on leaving;
-        ``changes``: the only memory rows it changes, when it says so)."""
-        self.check_file()  # before connecting: a new connection would make a new empty file
-        conn = self._checkout()
-        self._remember_file()
-        self._local.depth = getattr(self._local, "depth", 0) + 1
-        cache = self.row_cache if transaction else None
-        if cache is not None:
-            cache.write_begins()
-            self._local.writing = getattr(self._local, "writing", 0) + 1
-        try:
-            with conn:
-                if transaction:
-                    try:
-                        with conn.begin():
-                            yield conn
-                            self.check_file()  # the last moment before the commit
-                    finally:
-                        if cache is not None:  # committed or rolled back: nothing read now
-                            cache.write_ends(changes)  # is older than the store
-                            self._local.writing -= 1
-                else:
-                    yield conn
-        except sa.exc.DBAPIError as e:
-            # A transaction cut off by a lost server is rolled back by the server: nothing
-            # of it is written. The caller gets a typed error.
-            if self._unavailable(e):
-                raise StoreUnavailableError(f"the SQL store stopped answering: {e.orig}") from e
-            # Rolled back as well: the caller gets a typed error and nothing is written.
-            raise StoreError(f"the SQL store refused the operation: {e.orig}") from e
-        finally:
-            self._local.depth -= 1
+        return self.db.kept(asked)
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        """A connection in a transaction, committed on leaving (one writer at a time)."""
-        self._settle()
-        with self._lock, self._session(True) as conn:
+        with self.db.begin() as conn:
             yield conn
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        self._settle()
-        with self._session(False) as conn:
+        with self.db.connect() as conn:
             yield conn
-
-    # -- deferred writes -----------------------------------------------------------------
-    def defer(self, write: Callable[[Connection], None], what: str,
-              changes: Sequence[str] | None = None) -> None:
-        """``write(conn)`` in a transaction of its own on this store's writer thread, after
-        every write deferred before it; the caller does not wait (a recall's access counts
-        are written while its answer is used).
-
-        The process still reads its own writes: every session opened afterwards, on any
-        thread, first waits until the deferred writes have finished (a session opened
-        inside another one does not wait again: its outer one did). Another process, or a
-        connection not opened here, may see the write a moment after the caller returned.
-        A write that fails is rolled back and logged as a warning naming ``what``; it is
-        not retried. ``changes``: the only memory rows the write changes, when it says so
-        (kept rows of other memories stay kept)."""
-        def run() -> None:
-            try:
-                # not begin(): its _settle() would wait for this very write
-                with self._lock, self._session(True, changes) as conn:
-                    write(conn)
-            except StoreError as e:  # an outage: one line per kind, with counts
-                self._failures.failed(f"{what} (not written)", e)
-            except Exception:
-                log.warning("%s failed and was not written", what, exc_info=True)
-            else:
-                self._failures.succeeded()
-
-        with self._writer_lock:
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(max_workers=1,
-                                                  thread_name_prefix="mnemonia-writer")
-            self._last_deferred = self._writer.submit(run)
-
-    def _settle(self) -> None:
-        """Wait for the deferred writes handed over so far (not inside a session of this
-        thread, whose locks the writer may be waiting for)."""
-        last = self._last_deferred
-        if last is not None and not last.done() and not getattr(self._local, "depth", 0):
-            last.result()
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
-        """A read-only transaction whose reads all see the store as it was at the start
-        (SQLite WAL read transaction, PostgreSQL REPEATABLE READ): a long read such as an
-        export stays consistent without blocking writers."""
-        self._settle()
-        with self._session(False) as conn:
-            if self.dialect == "postgresql":
-                conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                if self.dialect == "sqlite":
-                    # pysqlite opens no transaction for reads: open one, and read once so
-                    # that its snapshot is taken now
-                    conn.exec_driver_sql("BEGIN")
-                    conn.exec_driver_sql("SELECT count(*) FROM collections").fetchall()
-                yield conn
+        with self.db.snapshot() as conn:
+            yield conn
+
+    def defer(self, write: Callable[[Connection], None], what: str,
+              changes: Sequence[str] | None = None) -> None:
+        self.db.defer(write, what, changes)
 
     def dispose(self) -> None:
-        """Finish the deferred writes, then close every pooled connection."""
-        with self._writer_lock:
-            writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.shutdown(wait=True)
-        self.engine.dispose()
+        self.db.dispose()
 
-    # -- driver SQL ----------------------------------------------------------------------
     def sql(self, statement: str) -> str:
-        """``statement`` (written with ``?`` placeholders) in the driver's parameter style.
-
-        The recall path sends plain driver SQL: SQLAlchemy's statement building costs more
-        than SQLite's execution for these small primary-key reads.
-        """
-        return statement if self._qmark else statement.replace("?", "%s")
+        return self.db.sql(statement)
 
     def in_marks(self, n: int) -> str:
-        return ",".join("?" * n)
+        return self.db.in_marks(n)
 
     def fetch(self, conn: Connection, statement: str, params: Sequence[Any] = (), *,
               named: bool = False) -> list[Any]:
-        """Rows of a read (``?`` placeholders) straight from the driver's cursor: tuples, or
-        with ``named`` rows whose columns are attributes. For the recall path, where
-        SQLAlchemy's result objects cost more than the reads themselves."""
-        cur = conn.connection.cursor()
-        try:
-            cur.execute(self.sql(statement), tuple(params))
-            rows: list[Any] = list(cur.fetchall())
-            if named and rows:
-                make = _row_class(tuple(d[0] for d in cur.description))._make
-                rows = [make(r) for r in rows]
-            return rows
-        except self._dbapi_error as e:
-            if self._unavailable(e):
-                conn.invalidate()
-                raise StoreUnavailableError(f"the SQL store stopped answering: {e}") from e
-            raise StoreError(f"SQL read failed: {e}") from e
-        finally:
-            cur.close()
+        return self.db.fetch(conn, statement, params, named=named)
 
     # -- vectors ---------------------------------------------------------------------------
     def vectors_put(self, conn: Connection, items: Sequence[tuple[str, Any]], *,
@@ -671,56 +186,13 @@ class SideStore:
 
     # -- keyword index ---------------------------------------------------------------------
     def fts_insert(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
-        """Index ``(memory_id, tenant, text)`` rows (and count their terms' documents)."""
-        if self.dialect != "sqlite" or not rows:
-            return  # PostgreSQL keeps a generated tsvector column
-        bodies = [(" ".join(keyword_terms(text, tenant_token(tenant))), mid)
-                  for mid, tenant, text in rows]
-        conn.exec_driver_sql("INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)", bodies)
-        df = Counter(t for body, _ in bodies for t in set(body.split()))
-        if not df:
-            return  # texts without letters or digits ("🙂", "???"): no keyword terms
-        conn.exec_driver_sql(
-            "INSERT INTO keyword_df(term, docs) VALUES (?, ?) "
-            "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs", list(df.items()))
+        """Index ``(memory_id, tenant, text)`` rows (and count their terms' documents) where
+        the keyword index is a table of its own (PostgreSQL keeps a generated tsvector
+        column)."""
+        self.db.dialect.index_keywords(conn, rows)
 
     def fts_delete(self, conn: Connection, ids: Iterable[str]) -> None:
-        ids = list(ids)
-        if self.dialect != "sqlite" or not ids:
-            return
-        for chunk in chunks(ids, 500):
-            marks = self.in_marks(len(chunk))
-            bodies = conn.exec_driver_sql(
-                f"SELECT body FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
-            ).fetchall()
-            conn.exec_driver_sql(
-                f"DELETE FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
-            )
-            df = Counter(t for (body,) in bodies for t in set(body.split()))
-            if df:
-                conn.exec_driver_sql("UPDATE keyword_df SET docs = docs - ? WHERE term = ?",
-                                     [(n, t) for t, n in df.items()])
-                conn.exec_driver_sql("DELETE FROM keyword_df WHERE term = ? AND docs <= 0",
-                                     [(t,) for t in df])
-
-    def _within_budget(self, conn: Connection, terms: Sequence[str], budget: int,
-                       df: Mapping[str, int] | None = None) -> list[str]:
-        """The query terms, rarest first, while their postings fit in ``budget`` (``df``:
-        the terms' document counts when the caller has read them already)."""
-        if df is None:
-            df = dict(self.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
-                                 f"({self.in_marks(len(terms))})", terms))
-        kept: list[str] = []
-        total = 0
-        for t in sorted(terms, key=lambda t: df.get(t, 0)):
-            n = int(df.get(t, 0))
-            if n == 0:
-                continue  # occurs nowhere in this tenant: nothing to match
-            if total + n > budget:
-                break
-            kept.append(t)
-            total += n
-        return kept
+        self.db.dialect.unindex_keywords(self.db, conn, list(ids))
 
     def keyword_search(
         self, conn: Connection, tenant: str, tokens: Sequence[str], limit: int,
@@ -730,40 +202,14 @@ class SideStore:
 
         On SQLite the query words are limited to a postings budget (rarest first in the
         tenant), so the cost stays bounded however large the store grows. ``docs``: what
-        :meth:`term_docs` answered for these words, when the caller has read it.
+        :meth:`term_docs` answered for these words, when the caller has read it. Other
+        dialects have no keyword index here: recall runs on the vectors alone.
         """
         words = [t for t in tokens if _WORD.fullmatch(t)]
         if not words or limit <= 0:
             return []
-        if self.dialect == "sqlite":
-            token = tenant_token(tenant)
-            split = {w: keyword_terms(w, token) for w in words}
-            terms = list(dict.fromkeys(t for parts in split.values() for t in parts))
-            df = None
-            if docs is not None and all(len(parts) == 1 for parts in split.values()):
-                # term_docs covers single-term words, and leaves out those in no memory
-                df = {parts[0]: docs.get(w, 0) for w, parts in split.items()}
-            terms = self._within_budget(conn, terms, max_postings, df) if terms else []
-            if not terms:
-                return []
-            match = " OR ".join(f'"{t}"' for t in terms)
-            rows = self.fetch(
-                conn, "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
-                "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?", (match, limit))
-            return [(r[0], -float(r[1])) for r in rows]
-        if self.dialect == "postgresql":
-            query = " | ".join(words)
-            found = conn.execute(
-                sa.text(
-                    "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
-                    "WHERE tenant = :t AND status = 'committed' "
-                    "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC LIMIT :n"
-                ),
-                {"q": query, "t": tenant, "n": limit},
-            ).fetchall()
-            return [(r[0], float(r[1])) for r in found]
-        # Other dialects have no keyword index here: recall runs on the vectors alone.
-        return []
+        return self.db.dialect.keyword_search(self.db, conn, tenant, words, limit,
+                                              max_postings, docs)
 
     def term_docs(self, conn: Connection, tenant: str, words: Sequence[str], *,
                   kept: bool = False) -> dict[str, int]:
@@ -775,29 +221,7 @@ class SideStore:
         terms = {w: t[0] for w, t in split.items() if len(t) == 1}
         if not terms:
             return {}
-        if self.dialect == "sqlite":
-            cache = self._kept(kept)
-            since = cache.reading() if cache is not None else None
-            df, ask = cache.docs(terms.values()) if cache is not None \
-                else ({}, list(terms.values()))
-            if ask:
-                read = dict(self.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
-                                       f"({self.in_marks(len(ask))})", ask))
-                if cache is not None:
-                    cache.keep_docs({t: int(read.get(t) or 0) for t in ask}, since)
-                df.update(read)
-            return {w: int(df[t]) for w, t in terms.items() if df.get(t)}
-        if self.dialect == "postgresql":
-            out = {}
-            for w, t in terms.items():  # one GIN index count per word
-                n = int(conn.execute(sa.text(
-                    "SELECT count(*) FROM memories WHERE tenant = :t AND status = 'committed' "
-                    "AND tsv @@ to_tsquery('simple', :w)"),
-                    {"t": tenant, "w": t[len(token):]}).scalar_one())
-                if n:
-                    out[w] = n
-            return out
-        return {}
+        return self.db.dialect.term_docs(self.db, conn, tenant, terms, self.db.kept(kept))
 
     # -- word vectors (keyword expansion) ----------------------------------------------------
     def term_vectors_missing(self, conn: Connection, model: str, terms: Iterable[str]
@@ -836,23 +260,21 @@ class SideStore:
     # path, key, update and expiry times are indexed expressions of the metadata (migration
     # 9), so every read below walks an index and stops at its LIMIT.
     def _items_sql(self) -> dict[str, str]:
-        if self.dialect not in ("sqlite", "postgresql"):
-            raise StoreError(f"keyed items need SQLite or PostgreSQL, not {self.dialect!r}")
-        return item_expressions(self.dialect)
+        return self.db.dialect.item_expressions()
 
     def _live(self, now: float) -> SqlCondition:
         """Committed, not deleted, not expired at ``now``. (The status is written so that no
         index serves it: without statistics SQLite would rather take the status index and
         sort the whole namespace than walk the item index in order.)"""
         x = self._items_sql()
-        return SqlCondition(f"{_COMMITTED_SQL} AND m.deleted_at IS NULL AND "
+        return SqlCondition(f"{COMMITTED_SQL} AND m.deleted_at IS NULL AND "
                             f"({x['expires']} IS NULL OR {x['expires']} > ?)", (now,))
 
     def item_filter(self, flt: Mapping[str, Any]) -> SqlCondition:
         """A checked value filter (:func:`mnemonia.validation.item_filter`) as SQL on the
         item's value: every entry must hold."""
-        compiler = _JsonFilter(self.dialect)
-        return _all([compiler.field(key, expected) for key, expected in flt.items()])
+        compiler = self.db.dialect.json_filter()
+        return all_of([compiler.field(key, expected) for key, expected in flt.items()])
 
     def item_condition(self, path: str, *, now: float, where: SqlCondition | None = None,
                        indexed: bool | None = None) -> SqlCondition:
@@ -869,8 +291,8 @@ class SideStore:
 
     def item_indexed(self, indexed: bool) -> SqlCondition:
         """Items written with a text to search (``indexed``), or without one."""
-        flag = _JsonFilter(self.dialect).eq((ITEM_KEY, "indexed"), False)
-        return _not(flag) if indexed else flag
+        flag = self.db.dialect.json_filter().eq((ITEM_KEY, "indexed"), False)
+        return not_(flag) if indexed else flag
 
     def item_rows(self, conn: Connection, path: str, keys: Sequence[str]) -> list[Any]:
         """``(id, tenant, deleted_at, metadata, expires)`` of the committed items of ``keys``
@@ -881,7 +303,7 @@ class SideStore:
             out += self.fetch(conn, (
                 f"SELECT m.id, m.tenant, m.deleted_at, m.metadata, {x['expires']} AS expires "
                 f"FROM memories AS m WHERE {x['path']} = ? AND {x['key']} IN "
-                f"({self.in_marks(len(chunk))}) AND {_COMMITTED_SQL}"),
+                f"({self.in_marks(len(chunk))}) AND {COMMITTED_SQL}"),
                 (path, *chunk), named=True)
         return out
 
@@ -915,7 +337,7 @@ class SideStore:
                      ) -> list[str]:
         """Up to ``limit`` ids of active memories of ``tenant`` matching ``where``."""
         return [r[0] for r in self.fetch(conn, (
-            f"SELECT m.id FROM memories AS m WHERE m.tenant = ? AND {_COMMITTED_SQL} "
+            f"SELECT m.id FROM memories AS m WHERE m.tenant = ? AND {COMMITTED_SQL} "
             f"AND m.deleted_at IS NULL AND ({where.sql}) LIMIT ?"),
             (tenant, *where.params, limit))]
 
@@ -924,7 +346,7 @@ class SideStore:
         x = self._items_sql()
         return [(r[0], r[1]) for r in self.fetch(conn, (
             f"SELECT m.id, m.tenant FROM memories AS m WHERE {x['expires']} <= ? "
-            f"AND {_COMMITTED_SQL} LIMIT ?"), (now, limit))]
+            f"AND {COMMITTED_SQL} LIMIT ?"), (now, limit))]
 
     # -- consistency (doctor) ----------------------------------------------------------------
     def row_counts(self, conn: Connection) -> dict[str, int]:
@@ -959,36 +381,20 @@ class SideStore:
     def keyword_count(self, conn: Connection) -> int | None:
         """Rows in the SQLite keyword index; ``None`` where the index is a generated column
         of ``memories`` (PostgreSQL), which cannot disagree with it."""
-        if self.dialect != "sqlite":
-            return None
-        return int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw").scalar_one())
+        return self.db.dialect.keyword_count(conn)
 
     def keyword_postings(self, conn: Connection) -> dict[str, int] | None:
         """``{memory_id: rows}`` of the SQLite keyword index (``None`` elsewhere)."""
-        if self.dialect != "sqlite":
-            return None
-        return {r[0]: int(r[1]) for r in conn.exec_driver_sql(
-            "SELECT memory_id, count(*) FROM memories_kw GROUP BY memory_id")}
+        return self.db.dialect.keyword_postings(conn)
 
     def stray_keyword_ids(self, conn: Connection) -> list[str]:
         """Keyword-index rows of no memory row (SQLite; nothing elsewhere)."""
-        if self.dialect != "sqlite":
-            return []
-        return [r[0] for r in conn.exec_driver_sql(
-            "SELECT k.memory_id FROM memories_kw AS k LEFT JOIN memories AS m "
-            "ON m.id = k.memory_id WHERE m.id IS NULL")]
+        return self.db.dialect.stray_keyword_ids(conn)
 
     def recount_keyword_terms(self, conn: Connection) -> None:
         """Recompute every term's document frequency (``keyword_df``) from the index itself,
         after rows were put back or taken out by a repair."""
-        if self.dialect != "sqlite":
-            return
-        conn.exec_driver_sql("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_kw_recount "
-                             "USING fts5vocab(main, memories_kw, 'row')")
-        conn.exec_driver_sql("DELETE FROM keyword_df")
-        conn.exec_driver_sql("INSERT INTO keyword_df(term, docs) "
-                             "SELECT term, doc FROM temp.memories_kw_recount")
-        conn.exec_driver_sql("DROP TABLE temp.memories_kw_recount")
+        self.db.dialect.recount_keyword_terms(conn)
 
     # -- kv --------------------------------------------------------------------------------
     def kv_get(self, conn: Connection, key: str) -> Any:
@@ -1119,7 +525,7 @@ class SideStore:
                 answer.update(got)
             return answer
         out: dict[str, Any] = {}
-        columns = _MEMORY_COLUMNS_EDGES if edges else _MEMORY_COLUMNS
+        columns = MEMORY_COLUMNS_EDGES if edges else MEMORY_COLUMNS
         extra, params = (f" AND ({where.sql})", where.params) if where is not None else ("", ())
         for chunk in chunks(ids):
             # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
@@ -1135,7 +541,7 @@ class SideStore:
         """The committed row of one memory of ``tenant``, or :class:`MemoryNotFoundError`."""
         check_id(memory_id)
         r = conn.execute(sa.select(memories).where(memories.c.id == memory_id,
-                                                   _committed(memories.c.status))).first()
+                                                   is_committed(memories.c.status))).first()
         if r is None or r.tenant != tenant:
             # Another tenant's memory is reported exactly like a missing one: no leak.
             raise MemoryNotFoundError(f"no memory with id {memory_id!r} in tenant {tenant!r}")
@@ -1168,14 +574,14 @@ class SideStore:
     def tenant_of(self, conn: Connection, memory_id: str) -> str | None:
         """The tenant of a committed memory, or ``None``."""
         r = conn.execute(sa.select(memories.c.tenant).where(
-            memories.c.id == memory_id, _committed(memories.c.status))).first()
+            memories.c.id == memory_id, is_committed(memories.c.status))).first()
         return None if r is None else str(r.tenant)
 
     def list_memories(self, conn: Connection, tenant: str, *, session_id: str | None,
                       include_deleted: bool, limit: int | None) -> list[Memory]:
         """A tenant's memories in insertion order (optionally one session's)."""
         q = sa.select(memories).where(memories.c.tenant == tenant,
-                                      _committed(memories.c.status))
+                                      is_committed(memories.c.status))
         if session_id is not None:
             q = q.where(memories.c.session_id == session_id)
         if not include_deleted:
@@ -1188,7 +594,7 @@ class SideStore:
     def active_count(self, conn: Connection, tenant: str) -> int:
         return int(conn.execute(sa.select(sa.func.count()).where(
             memories.c.tenant == tenant, memories.c.deleted_at.is_(None),
-            _committed(memories.c.status))).scalar_one())
+            is_committed(memories.c.status))).scalar_one())
 
     def active_rows(self, conn: Connection, tenant: str, columns: Sequence[str], *,
                     enriched: bool = False, not_state: str | None = None,
@@ -1197,7 +603,7 @@ class SideStore:
         """``columns`` of the tenant's active (committed, not deleted) memories, narrowed by
         the keyword filters (what the maintenance jobs scan)."""
         m = memories.c
-        cond = [m.tenant == tenant, _committed(m.status), m.deleted_at.is_(None)]
+        cond = [m.tenant == tenant, is_committed(m.status), m.deleted_at.is_(None)]
         if enriched:
             cond.append(m.enriched_at.is_not(None))
         if not_state is not None:
@@ -1216,7 +622,7 @@ class SideStore:
         """Counts over one tenant (or all): memories, deleted, consolidated, superseded,
         relations, accesses, and active memories by state and by kind."""
         m = memories
-        cond = [_committed(m.c.status)]
+        cond = [is_committed(m.c.status)]
         if tenant is not None:
             cond.append(m.c.tenant == tenant)
 
@@ -1400,15 +806,7 @@ class SideStore:
     def insert_or_ignore(self, conn: Connection, table: sa.Table,
                          rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert ``rows``; a row whose key is already there (another process's) is left."""
-        if not rows:
-            return
-        if self.dialect == "sqlite":
-            stmt: Any = sqlite_insert(table).on_conflict_do_nothing()
-        elif self.dialect == "postgresql":
-            stmt = pg_insert(table).on_conflict_do_nothing()
-        else:
-            stmt = table.insert()
-        conn.execute(stmt, [dict(r) for r in rows])
+        self.db.insert_or_ignore(conn, table, rows)
 
     # -- events ------------------------------------------------------------------------------
     @staticmethod
@@ -1473,8 +871,8 @@ class SideStore:
         if not links:
             return
         stmt = memory_entities.insert()
-        if ignore_existing and self.dialect == "sqlite":
-            stmt = stmt.prefix_with("OR IGNORE")
+        if ignore_existing:
+            stmt = self.db.dialect.or_ignore(stmt)
         conn.execute(stmt, list(links))
 
     def unlink_entities(self, conn: Connection, memory_id: str) -> None:
@@ -1667,7 +1065,7 @@ class SideStore:
         m = memories.c
         cond: list[Any] = []
         if committed:
-            cond.append(_committed(m.status))
+            cond.append(is_committed(m.status))
         for col, want in ((m.deleted_at, deleted), (m.consolidated_into, consolidated),
                           (m.enriched_at, enriched)):
             if want is not None:
@@ -1682,7 +1080,7 @@ class SideStore:
         """``{id: row of columns}`` (``id`` always included) for those of ``ids`` found."""
         m = memories.c
         cols = [m.id, *(m[c] for c in columns if c != "id")]
-        cond = [_committed(m.status)] if committed else []
+        cond = [is_committed(m.status)] if committed else []
         out: dict[str, Any] = {}
         for chunk in chunks(list(ids)):
             for r in conn.execute(sa.select(*cols).where(m.id.in_(chunk), *cond)):
@@ -1694,7 +1092,7 @@ class SideStore:
         insertion order."""
         m = memories.c
         return [r[0] for r in conn.execute(sa.select(m.id).where(
-            m.tenant == tenant, _committed(m.status), m.deleted_at.is_(None),
+            m.tenant == tenant, is_committed(m.status), m.deleted_at.is_(None),
             m.enriched_at.is_(None), m.state != skipped).order_by(m.seq))]
 
     # -- export / import ---------------------------------------------------------------------
@@ -1704,7 +1102,7 @@ class SideStore:
         total = 0
         for chunk in chunks(list(tenants)):
             total += int(conn.execute(sa.select(sa.func.count()).where(
-                m.tenant.in_(chunk), _committed(m.status))).scalar_one())
+                m.tenant.in_(chunk), is_committed(m.status))).scalar_one())
         return total
 
     def memory_page(self, conn: Connection, tenant: str, after: tuple[int, str] | None,
@@ -1713,7 +1111,7 @@ class SideStore:
         ``(seq, id)`` order, after the ``(seq, id)`` of ``after`` (keyset paging: each page
         costs the same however far the export has got)."""
         m = memories.c
-        q = sa.select(memories).where(m.tenant == tenant, _committed(m.status))
+        q = sa.select(memories).where(m.tenant == tenant, is_committed(m.status))
         if after is not None:
             q = q.where(sa.or_(m.seq > after[0], sa.and_(m.seq == after[0], m.id > after[1])))
         return list(conn.execute(q.order_by(m.seq, m.id).limit(limit)).fetchall())
@@ -1740,7 +1138,7 @@ class SideStore:
             q = sa.select(table).select_from(table.join(
                 memories, memories.c.id == table.c.memory_id)).where(
                 table.c.tenant == tenant, memories.c.tenant == tenant,
-                _committed(memories.c.status)).order_by(table.c.id)
+                is_committed(memories.c.status)).order_by(table.c.id)
         result = conn.execute(q.execution_options(yield_per=size))
         for part in result.partitions():
             yield from part
@@ -1832,9 +1230,7 @@ class SideStore:
         for table in (memory_vectors, memory_entities, memory_events, access_log):
             conn.execute(table.update().where(table.c.memory_id == sa.bindparam("b_tmp"))
                          .values(memory_id=sa.bindparam("b_id")), moves)
-        if self.dialect == "sqlite":
-            conn.exec_driver_sql("UPDATE memories_kw SET memory_id = ? WHERE memory_id = ?",
-                                 [(b, a) for a, b in pairs])
+        self.db.dialect.move_keywords(conn, pairs)
 
     # -- inspector reads (mnemonia.inspection; the ``mnemonia ui`` pages) -------------------
     def inspect_page(self, conn: Connection, tenant: str, *, words: Sequence[str],
@@ -1851,11 +1247,11 @@ class SideStore:
         case-insensitive substring match elsewhere).
         """
         cond, params = self._inspect_filters(filters)
-        if words and self.dialect == "sqlite":
-            terms = list(dict.fromkeys(t for w in words
-                                       for t in keyword_terms(w, tenant_token(tenant))))
-            if terms:
-                return self._inspect_keyword(conn, tenant, terms, cond, params, after, limit)
+        if words:
+            page = self.db.dialect.keyword_page(self.db, conn, tenant, words, cond, params,
+                                                after, limit)
+            if page is not None:
+                return page
         for w in words:
             cond.append("lower(m.text) LIKE ? ESCAPE '\\'")
             params.append("%" + _like_escape(w.casefold()) + "%")
@@ -1863,30 +1259,11 @@ class SideStore:
             # seq alone narrows the index range; the id breaks ties (imports may share a seq)
             cond.append("m.seq <= ? AND (m.seq < ? OR m.id < ?)")
             params += [after[0], after[0], after[1]]
-        where = " AND ".join(["m.tenant = ?", _COMMITTED_SQL, *cond])
-        return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, m.seq AS cursor_seq, m.id AS "
+        where = " AND ".join(["m.tenant = ?", COMMITTED_SQL, *cond])
+        return self.fetch(conn, f"SELECT {MEMORY_COLUMNS}, m.seq AS cursor_seq, m.id AS "
                           f"cursor_id FROM memories AS m WHERE {where} "
                           "ORDER BY m.seq DESC, m.id DESC LIMIT ?",
                           (tenant, *params, limit), named=True)
-
-    def _inspect_keyword(self, conn: Connection, tenant: str, terms: Sequence[str],
-                         cond: list[str], params: list[Any], after: tuple[int, str] | None,
-                         limit: int) -> list[Any]:
-        """:meth:`inspect_page` with words on SQLite: the keyword index walked newest first
-        (by its rowid, which the cursor then holds: ``cursor_seq``), no bm25 ranking."""
-        match = " AND ".join(f'"{t}"' for t in terms)
-        more = list(cond)
-        extra: list[Any] = []
-        if after is not None:
-            more.append("k.rowid < ?")
-            extra.append(after[0])
-        where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?",
-                              _COMMITTED_SQL,
-                              *more])
-        return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS}, k.rowid AS cursor_seq, m.id AS "
-                          "cursor_id FROM memories_kw AS k CROSS JOIN memories AS m "
-                          f"ON m.id = k.memory_id WHERE {where} ORDER BY k.rowid DESC LIMIT ?",
-                          (match, tenant, *params, *extra, limit), named=True)
 
     @staticmethod
     def _inspect_filters(filters: Mapping[str, Any]) -> tuple[list[str], list[Any]]:
@@ -1916,26 +1293,10 @@ class SideStore:
 
     def recently_deleted(self, conn: Connection, tenant: str, limit: int) -> list[Any]:
         """The tenant's soft-deleted memories (every column), most recently deleted first."""
-        return self.fetch(conn, f"SELECT {_MEMORY_COLUMNS} FROM memories AS m WHERE "
-                          f"m.tenant = ? AND {_COMMITTED_SQL} "
+        return self.fetch(conn, f"SELECT {MEMORY_COLUMNS} FROM memories AS m WHERE "
+                          f"m.tenant = ? AND {COMMITTED_SQL} "
                           "AND m.deleted_at IS NOT NULL "
                           "ORDER BY m.deleted_at DESC, m.id LIMIT ?", (tenant, limit), named=True)
-
-
-def _sqlite_file(database: str | None) -> str | None:
-    """The absolute path of a SQLite database file, or ``None`` for an in-memory one."""
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return os.path.abspath(database)
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")
-    cur.close()
 
 
 def _like_escape(text: str) -> str:
@@ -1943,16 +1304,5 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-@functools.lru_cache(maxsize=64)
-def _row_class(columns: tuple[str, ...]) -> Any:
-    return namedtuple("Row", columns, rename=True)
-
-
 def _f32_bytes(vector: Any) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-def chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
-    """Split ``items`` for ``IN (...)`` clauses that stay under driver limits."""
-    for i in range(0, len(items), size):
-        yield items[i:i + size]

@@ -1,0 +1,573 @@
+"""Everything that differs between the databases a side-store runs on, in one object per
+dialect: :class:`SqliteDialect` (the embedded default: FTS5 keyword index with bm25, a file
+whose identity is checked), :class:`PostgresDialect` (server mode: full-text search on a
+generated ``tsvector`` column, advisory locks, ``jsonb``) and :class:`Dialect` itself, the
+generic spelling any other SQLAlchemy database gets (no keyword index, no JSON filters).
+
+The store classes ask their database's dialect instead of testing its name; the tables and
+migrations (whose DDL is frozen per dialect) are in :mod:`mnemonia.store.schema`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+
+from mnemonia.errors import StoreError
+from mnemonia.store.rowcache import RowCache
+from mnemonia.store.schema import ITEM_KEY, item_expressions, keyword_terms, tenant_token
+from mnemonia.store.statements import (
+    COMMITTED_SQL,
+    FALSE,
+    MEMORY_COLUMNS,
+    SqlCondition,
+    all_of,
+    any_of,
+    chunks,
+    not_,
+)
+
+__all__ = ["MIGRATION_LOCK", "Dialect", "JsonFilter", "PostgresDialect", "Reader",
+           "SqliteDialect", "dialect_of", "engine_options"]
+
+MIGRATION_LOCK = 7_316_402_913
+"""The PostgreSQL advisory lock key the migrations run under (one process at a time)."""
+
+
+class Reader(Protocol):
+    """What a dialect's reads need of the database (:class:`~mnemonia.store.database.Database`)."""
+
+    def fetch(self, conn: Connection, statement: str, params: Sequence[Any] = (), *,
+              named: bool = False) -> list[Any]: ...
+
+    def in_marks(self, n: int) -> str: ...
+
+
+def engine_options(url: str) -> dict[str, Any]:
+    """``sqlalchemy.create_engine`` options for ``url`` (chosen before the engine exists)."""
+    if url.startswith("sqlite"):
+        return {"connect_args": {"check_same_thread": False, "timeout": 30},
+                "poolclass": sa.pool.StaticPool if ":memory:" in url else sa.pool.QueuePool}
+    return {"pool_pre_ping": True}
+
+
+def dialect_of(engine: Engine) -> Dialect:
+    """The dialect object of ``engine``'s database."""
+    name = engine.dialect.name
+    kinds: dict[str, type[Dialect]] = {"sqlite": SqliteDialect, "postgresql": PostgresDialect}
+    return kinds.get(name, Dialect)(name)
+
+
+# -- JSON filters (keyed items' values) ---------------------------------------------------------
+_COMPARE = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_SQLITE_TYPES = {"object": ("object",), "array": ("array",), "string": ("text",),
+                 "null": ("null",), "number": ("integer", "real")}
+_ITEM_VALUE = (ITEM_KEY, "value")
+Path = tuple[str | int, ...]
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+class JsonFilter:
+    """Predicates on the JSON inside ``m.metadata``; the leaves are spelled by each dialect's
+    subclass (SQLite's ``json_type`` / ``json_extract``, PostgreSQL's ``jsonb``). Each one is
+    TRUE or FALSE, never NULL (a missing field is FALSE), so NOT and OR of them mean what
+    they say.
+
+    Semantics are JSON's (what PostgreSQL's jsonb compares): ``true`` is not ``1``,
+    ``1`` equals ``1.0``, objects compare by keys and lists by position.
+    """
+
+    # -- leaves (per dialect) ------------------------------------------------------------------
+    def type_is(self, path: Path, kind: str) -> SqlCondition:
+        raise NotImplementedError
+
+    def present(self, path: Path) -> SqlCondition:
+        raise NotImplementedError
+
+    def eq(self, path: Path, value: Any) -> SqlCondition:
+        """The JSON value at ``path`` equals a scalar (or, on PostgreSQL, any) ``value``."""
+        raise NotImplementedError
+
+    def length_is(self, path: Path, n: int) -> SqlCondition:
+        raise NotImplementedError
+
+    def compare(self, path: Path, op: str, arg: Any) -> SqlCondition:
+        """Numbers with numbers, strings with strings (code-point order); else FALSE."""
+        if not (_number(arg) or isinstance(arg, str)):
+            return FALSE
+        return self._compare(path, _COMPARE[op], arg)
+
+    def _compare(self, path: Path, sym: str, arg: Any) -> SqlCondition:
+        raise NotImplementedError
+
+    def exact(self, path: Path, value: Any) -> SqlCondition:
+        """Equal as JSON: objects with the same keys, lists of the same length."""
+        raise NotImplementedError
+
+    # -- structure -------------------------------------------------------------------------
+    def match(self, path: Path, expected: Any) -> SqlCondition:
+        """LangGraph's filter value: operators, else a dict matches the fields it names
+        (recursively), a list element by element, a scalar by equality."""
+        if isinstance(expected, Mapping):
+            if any(isinstance(k, str) and k.startswith("$") for k in expected):
+                return all_of([self.operator(path, op, arg) for op, arg in expected.items()])
+            return all_of([self.type_is(path, "object"),
+                           *(self.match((*path, k), v) for k, v in expected.items())])
+        if isinstance(expected, list | tuple):
+            return all_of([self.length_is(path, len(expected)),
+                           *(self.match((*path, i), v) for i, v in enumerate(expected))])
+        return self.eq(path, expected)
+
+    def operator(self, path: Path, op: str, arg: Any) -> SqlCondition:
+        if op == "$eq":
+            return self.exact(path, arg)
+        if op == "$ne":
+            return not_(self.exact(path, arg))
+        if op in ("$in", "$nin"):
+            either = any_of([self.exact(path, a) for a in arg])
+            return either if op == "$in" else not_(either)
+        return self.compare(path, op, arg)
+
+    def field(self, key: str, expected: Any) -> SqlCondition:
+        """One top-level filter entry: ``key`` is a field of the value or, when the value has
+        no such field and ``key`` has dots, a path into nested objects (``"meta.lang"``)."""
+        cond = self.match((*_ITEM_VALUE, key), expected)
+        if "." not in key:
+            return cond
+        nested = self.match((*_ITEM_VALUE, *key.split(".")), expected)
+        there = self.present((*_ITEM_VALUE, key))
+        return SqlCondition(f"CASE WHEN {there.sql} THEN ({cond.sql}) ELSE ({nested.sql}) END",
+                            there.params + cond.params + nested.params)
+
+
+class SqliteJson(JsonFilter):
+    """:class:`JsonFilter` leaves in SQLite's JSON functions."""
+
+    @staticmethod
+    def _path(path: Path) -> str:
+        # Labels are quoted as the stored JSON spells them (json.dumps escapes), which is
+        # what SQLite's path lookup compares; '"' cannot be quoted (validation refuses it).
+        return "$" + "".join(f"[{p}]" if isinstance(p, int) else f'."{json.dumps(p)[1:-1]}"'
+                             for p in path)
+
+    def type_is(self, path: Path, kind: str) -> SqlCondition:
+        names = _SQLITE_TYPES[kind]
+        return SqlCondition(f"COALESCE(json_type(m.metadata, ?) IN ({','.join('?' * len(names))})"
+                            ", FALSE)", (self._path(path), *names))
+
+    def present(self, path: Path) -> SqlCondition:
+        return SqlCondition("json_type(m.metadata, ?) IS NOT NULL", (self._path(path),))
+
+    def eq(self, path: Path, value: Any) -> SqlCondition:
+        p = self._path(path)
+        if value is None or isinstance(value, bool):
+            name = "null" if value is None else ("true" if value else "false")
+            return SqlCondition("COALESCE(json_type(m.metadata, ?) = ?, FALSE)", (p, name))
+        kind = "number" if _number(value) else "string"
+        typed = self.type_is(path, kind)
+        return SqlCondition(f"{typed.sql} AND COALESCE(json_extract(m.metadata, ?) = ?, FALSE)",
+                            (*typed.params, p, value))
+
+    def length_is(self, path: Path, n: int) -> SqlCondition:
+        return SqlCondition("COALESCE(json_type(m.metadata, ?) = 'array' AND "
+                            "json_array_length(m.metadata, ?) = ?, FALSE)",
+                            (self._path(path), self._path(path), n))
+
+    def _compare(self, path: Path, sym: str, arg: Any) -> SqlCondition:
+        typed = self.type_is(path, "number" if _number(arg) else "string")
+        return SqlCondition(f"{typed.sql} AND COALESCE(json_extract(m.metadata, ?) {sym} ?, "
+                            "FALSE)", (*typed.params, self._path(path), arg))
+
+    def exact(self, path: Path, value: Any) -> SqlCondition:
+        if isinstance(value, Mapping):
+            count = SqlCondition("(SELECT count(*) FROM json_each(m.metadata, ?)) = ?",
+                                 (self._path(path), len(value)))
+            return all_of([self.type_is(path, "object"), count,
+                           *(self.exact((*path, k), v) for k, v in value.items())])
+        if isinstance(value, list | tuple):
+            return all_of([self.length_is(path, len(value)),
+                           *(self.exact((*path, i), v) for i, v in enumerate(value))])
+        return self.eq(path, value)
+
+
+class PostgresJson(JsonFilter):
+    """:class:`JsonFilter` leaves in PostgreSQL's ``jsonb``."""
+
+    @staticmethod
+    def _at(path: Path) -> SqlCondition:
+        """The jsonb value at ``path`` (NULL when missing)."""
+        return SqlCondition("(m.metadata::jsonb #> CAST(? AS text[]))",
+                            ([str(p) for p in path],))
+
+    def type_is(self, path: Path, kind: str) -> SqlCondition:
+        at = self._at(path)
+        return SqlCondition(f"COALESCE(jsonb_typeof({at.sql}) = ?, FALSE)", (*at.params, kind))
+
+    def present(self, path: Path) -> SqlCondition:
+        at = self._at(path)
+        return SqlCondition(f"({at.sql}) IS NOT NULL", at.params)
+
+    def eq(self, path: Path, value: Any) -> SqlCondition:
+        at = self._at(path)
+        return SqlCondition(f"COALESCE({at.sql} = CAST(? AS jsonb), FALSE)",
+                            (*at.params, json.dumps(value)))
+
+    def length_is(self, path: Path, n: int) -> SqlCondition:
+        at = self._at(path)
+        return SqlCondition(f"CASE WHEN jsonb_typeof({at.sql}) = 'array' THEN "
+                            f"jsonb_array_length({at.sql}) = ? ELSE FALSE END",
+                            (*at.params, *at.params, n))
+
+    def _compare(self, path: Path, sym: str, arg: Any) -> SqlCondition:
+        at = self._at(path)
+        kind, cast = ("number", "::float8") if _number(arg) else ("string", ' COLLATE "C"')
+        return SqlCondition(f"CASE WHEN jsonb_typeof({at.sql}) = '{kind}' THEN "
+                            f"({at.sql} #>> '{{}}'){cast} {sym} ? ELSE FALSE END",
+                            (*at.params, *at.params, arg))
+
+    def exact(self, path: Path, value: Any) -> SqlCondition:
+        return self.eq(path, value)  # jsonb equality is exactly that
+
+
+# -- the dialects -------------------------------------------------------------------------------
+class Dialect:
+    """A database without a dialect of its own here (any other SQLAlchemy URL): no keyword
+    index (recall runs on the vectors alone), no JSON filters or keyed items, plain inserts.
+    :class:`SqliteDialect` and :class:`PostgresDialect` spell what their databases do."""
+
+    keyword_index = "none"
+    """What the doctor reports as the keyword index."""
+    keyword_table = False
+    """The keyword index is a table of its own (SQLite's ``memories_kw``): it can disagree
+    with ``memories`` and be counted, and the inspector walks it for word searches."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        """SQLAlchemy's name of the dialect (``sqlite``, ``postgresql``, ...)."""
+
+    # -- engine and connections ----------------------------------------------------------------
+    def database_file(self, database: str | None) -> str | None:
+        """The file the database lives in, whose identity the store checks (``None``)."""
+        return None
+
+    def prepare(self, engine: Engine) -> None:
+        """Set up ``engine``'s new connections (nothing here)."""
+
+    def unanswered(self, exc: BaseException, dbapi: Any) -> bool:
+        """The driver's error ``exc`` says that the database did not answer (as opposed to
+        rejecting a statement)."""
+        kinds = (sa.exc.OperationalError, dbapi.OperationalError)
+        return isinstance(exc, (*kinds, sa.exc.InterfaceError, dbapi.InterfaceError))
+
+    def lock_migrations(self, conn: Connection) -> None:
+        """Make other processes that migrate the same store wait for this transaction."""
+
+    def before_snapshot(self, conn: Connection) -> None:
+        """Prepare ``conn`` (before its transaction) for reads that see one snapshot."""
+
+    def start_snapshot(self, conn: Connection) -> None:
+        """Take the snapshot of the transaction just begun on ``conn``."""
+
+    # -- statements ----------------------------------------------------------------------------
+    def insert_or_ignore(self, table: sa.Table) -> Any:
+        """An insert into ``table`` that leaves a row whose key is already there."""
+        return table.insert()
+
+    def or_ignore(self, stmt: Any) -> Any:
+        """SQLite's ``INSERT OR IGNORE`` of the insert ``stmt``; elsewhere ``stmt`` as it is."""
+        return stmt
+
+    def json_filter(self) -> JsonFilter:
+        raise StoreError(f"value filters need SQLite or PostgreSQL, not {self.name!r}")
+
+    def item_expressions(self) -> dict[str, str]:
+        """The indexed expressions of keyed items (:func:`.schema.item_expressions`)."""
+        raise StoreError(f"keyed items need SQLite or PostgreSQL, not {self.name!r}")
+
+    # -- keyword index ---------------------------------------------------------------------
+    def index_keywords(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Index ``(memory_id, tenant, text)`` rows in a keyword table of its own."""
+
+    def unindex_keywords(self, reader: Reader, conn: Connection, ids: list[str]) -> None:
+        """Take ``ids`` out of a keyword table of its own."""
+
+    def move_keywords(self, conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
+        """Keyword-table entries of each ``(old_id, new_id)`` take the new id."""
+
+    def keyword_search(self, reader: Reader, conn: Connection, tenant: str,
+                       words: Sequence[str], limit: int, max_postings: int,
+                       docs: Mapping[str, int] | None) -> list[tuple[str, float]]:
+        """Best keyword matches as ``(memory_id, score)``, best first."""
+        return []
+
+    def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
+                  cache: RowCache | None) -> dict[str, int]:
+        """``{word: memories of the tenant that contain it}`` for ``{word: term}``."""
+        return {}
+
+    def keyword_count(self, conn: Connection) -> int | None:
+        return None
+
+    def keyword_postings(self, conn: Connection) -> dict[str, int] | None:
+        return None
+
+    def stray_keyword_ids(self, conn: Connection) -> list[str]:
+        return []
+
+    def recount_keyword_terms(self, conn: Connection) -> None:
+        """Recompute the terms' document frequencies from the keyword table."""
+
+    def keyword_page(self, reader: Reader, conn: Connection, tenant: str,
+                     words: Sequence[str], cond: list[str], params: list[Any],
+                     after: tuple[int, str] | None, limit: int) -> list[Any] | None:
+        """An inspector page of the rows holding every one of ``words``, walked in the
+        keyword table (``None``: no such walk here, the caller matches the text)."""
+        return None
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL: full-text search reads a generated ``tsvector`` column of ``memories``
+    (GIN index); migrations under an advisory lock; JSON filters in ``jsonb``."""
+
+    keyword_index = "n/a: PostgreSQL full-text search reads a generated column of memories"
+
+    def lock_migrations(self, conn: Connection) -> None:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+
+    def before_snapshot(self, conn: Connection) -> None:
+        conn.execution_options(isolation_level="REPEATABLE READ")
+
+    def insert_or_ignore(self, table: sa.Table) -> Any:
+        return pg_insert(table).on_conflict_do_nothing()
+
+    def json_filter(self) -> JsonFilter:
+        return PostgresJson()
+
+    def item_expressions(self) -> dict[str, str]:
+        return item_expressions(self.name)
+
+    def keyword_search(self, reader: Reader, conn: Connection, tenant: str,
+                       words: Sequence[str], limit: int, max_postings: int,
+                       docs: Mapping[str, int] | None) -> list[tuple[str, float]]:
+        query = " | ".join(words)
+        found = conn.execute(
+            sa.text(
+                "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
+                "WHERE tenant = :t AND status = 'committed' "
+                "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC LIMIT :n"
+            ),
+            {"q": query, "t": tenant, "n": limit},
+        ).fetchall()
+        return [(r[0], float(r[1])) for r in found]
+
+    def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
+                  cache: RowCache | None) -> dict[str, int]:
+        token = tenant_token(tenant)
+        out = {}
+        for w, t in terms.items():  # one GIN index count per word
+            n = int(conn.execute(sa.text(
+                "SELECT count(*) FROM memories WHERE tenant = :t AND status = 'committed' "
+                "AND tsv @@ to_tsquery('simple', :w)"),
+                {"t": tenant, "w": t[len(token):]}).scalar_one())
+            if n:
+                out[w] = n
+        return out
+
+
+class SqliteDialect(Dialect):
+    """SQLite: a file (identity checked, WAL, pragmas on every connection); the keyword
+    index is the FTS5 table ``memories_kw`` of tenant-prefixed terms, ranked by bm25, with
+    the terms' document counts kept in ``keyword_df``; JSON filters in SQLite's JSON
+    functions."""
+
+    keyword_index = "sqlite fts5 (memories_kw)"
+    keyword_table = True
+
+    def database_file(self, database: str | None) -> str | None:
+        """The absolute path of the database file, or ``None`` for an in-memory one."""
+        if not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return os.path.abspath(database)
+
+    def prepare(self, engine: Engine) -> None:
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+
+    def unanswered(self, exc: BaseException, dbapi: Any) -> bool:
+        kinds = (sa.exc.OperationalError, dbapi.OperationalError)
+        # a local file: only a lock held too long
+        return isinstance(exc, kinds) and "locked" in str(exc)
+
+    def lock_migrations(self, conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def start_snapshot(self, conn: Connection) -> None:
+        # pysqlite opens no transaction for reads: open one, and read once so that its
+        # snapshot is taken now
+        conn.exec_driver_sql("BEGIN")
+        conn.exec_driver_sql("SELECT count(*) FROM collections").fetchall()
+
+    def insert_or_ignore(self, table: sa.Table) -> Any:
+        return sqlite_insert(table).on_conflict_do_nothing()
+
+    def or_ignore(self, stmt: Any) -> Any:
+        return stmt.prefix_with("OR IGNORE")
+
+    def json_filter(self) -> JsonFilter:
+        return SqliteJson()
+
+    def item_expressions(self) -> dict[str, str]:
+        return item_expressions(self.name)
+
+    # -- keyword index ---------------------------------------------------------------------
+    def index_keywords(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Index the rows (and count their terms' documents)."""
+        if not rows:
+            return
+        bodies = [(" ".join(keyword_terms(text, tenant_token(tenant))), mid)
+                  for mid, tenant, text in rows]
+        conn.exec_driver_sql("INSERT INTO memories_kw(body, memory_id) VALUES (?, ?)", bodies)
+        df = Counter(t for body, _ in bodies for t in set(body.split()))
+        if not df:
+            return  # texts without letters or digits ("🙂", "???"): no keyword terms
+        conn.exec_driver_sql(
+            "INSERT INTO keyword_df(term, docs) VALUES (?, ?) "
+            "ON CONFLICT(term) DO UPDATE SET docs = docs + excluded.docs", list(df.items()))
+
+    def unindex_keywords(self, reader: Reader, conn: Connection, ids: list[str]) -> None:
+        if not ids:
+            return
+        for chunk in chunks(ids, 500):
+            marks = reader.in_marks(len(chunk))
+            bodies = conn.exec_driver_sql(
+                f"SELECT body FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
+            ).fetchall()
+            conn.exec_driver_sql(
+                f"DELETE FROM memories_kw WHERE memory_id IN ({marks})", tuple(chunk)
+            )
+            df = Counter(t for (body,) in bodies for t in set(body.split()))
+            if df:
+                conn.exec_driver_sql("UPDATE keyword_df SET docs = docs - ? WHERE term = ?",
+                                     [(n, t) for t, n in df.items()])
+                conn.exec_driver_sql("DELETE FROM keyword_df WHERE term = ? AND docs <= 0",
+                                     [(t,) for t in df])
+
+    def move_keywords(self, conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
+        conn.exec_driver_sql("UPDATE memories_kw SET memory_id = ? WHERE memory_id = ?",
+                             [(b, a) for a, b in pairs])
+
+    @staticmethod
+    def _within_budget(reader: Reader, conn: Connection, terms: Sequence[str], budget: int,
+                       df: Mapping[str, int] | None = None) -> list[str]:
+        """The query terms, rarest first, while their postings fit in ``budget`` (``df``:
+        the terms' document counts when the caller has read them already)."""
+        if df is None:
+            df = dict(reader.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
+                                   f"({reader.in_marks(len(terms))})", terms))
+        kept: list[str] = []
+        total = 0
+        for t in sorted(terms, key=lambda t: df.get(t, 0)):
+            n = int(df.get(t, 0))
+            if n == 0:
+                continue  # occurs nowhere in this tenant: nothing to match
+            if total + n > budget:
+                break
+            kept.append(t)
+            total += n
+        return kept
+
+    def keyword_search(self, reader: Reader, conn: Connection, tenant: str,
+                       words: Sequence[str], limit: int, max_postings: int,
+                       docs: Mapping[str, int] | None) -> list[tuple[str, float]]:
+        """bm25 over the query words' terms, limited to a postings budget (rarest first in
+        the tenant), so the cost stays bounded however large the store grows."""
+        token = tenant_token(tenant)
+        split = {w: keyword_terms(w, token) for w in words}
+        terms = list(dict.fromkeys(t for parts in split.values() for t in parts))
+        df = None
+        if docs is not None and all(len(parts) == 1 for parts in split.values()):
+            # term_docs covers single-term words, and leaves out those in no memory
+            df = {parts[0]: docs.get(w, 0) for w, parts in split.items()}
+        terms = self._within_budget(reader, conn, terms, max_postings, df) if terms else []
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        rows = reader.fetch(
+            conn, "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
+            "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?", (match, limit))
+        return [(r[0], -float(r[1])) for r in rows]
+
+    def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
+                  cache: RowCache | None) -> dict[str, int]:
+        since = cache.reading() if cache is not None else None
+        df, ask = cache.docs(terms.values()) if cache is not None \
+            else ({}, list(terms.values()))
+        if ask:
+            read = dict(reader.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
+                                     f"({reader.in_marks(len(ask))})", ask))
+            if cache is not None:
+                cache.keep_docs({t: int(read.get(t) or 0) for t in ask}, since)
+            df.update(read)
+        return {w: int(df[t]) for w, t in terms.items() if df.get(t)}
+
+    def keyword_count(self, conn: Connection) -> int | None:
+        return int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw").scalar_one())
+
+    def keyword_postings(self, conn: Connection) -> dict[str, int] | None:
+        return {r[0]: int(r[1]) for r in conn.exec_driver_sql(
+            "SELECT memory_id, count(*) FROM memories_kw GROUP BY memory_id")}
+
+    def stray_keyword_ids(self, conn: Connection) -> list[str]:
+        return [r[0] for r in conn.exec_driver_sql(
+            "SELECT k.memory_id FROM memories_kw AS k LEFT JOIN memories AS m "
+            "ON m.id = k.memory_id WHERE m.id IS NULL")]
+
+    def recount_keyword_terms(self, conn: Connection) -> None:
+        conn.exec_driver_sql("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_kw_recount "
+                             "USING fts5vocab(main, memories_kw, 'row')")
+        conn.exec_driver_sql("DELETE FROM keyword_df")
+        conn.exec_driver_sql("INSERT INTO keyword_df(term, docs) "
+                             "SELECT term, doc FROM temp.memories_kw_recount")
+        conn.exec_driver_sql("DROP TABLE temp.memories_kw_recount")
+
+    def keyword_page(self, reader: Reader, conn: Connection, tenant: str,
+                     words: Sequence[str], cond: list[str], params: list[Any],
+                     after: tuple[int, str] | None, limit: int) -> list[Any] | None:
+        """The keyword index walked newest first (by its rowid, which the cursor then
+        holds: ``cursor_seq``), no bm25 ranking; ``None`` when the words have no terms."""
+        terms = list(dict.fromkeys(t for w in words
+                                   for t in keyword_terms(w, tenant_token(tenant))))
+        if not terms:
+            return None
+        match = " AND ".join(f'"{t}"' for t in terms)
+        more = list(cond)
+        extra: list[Any] = []
+        if after is not None:
+            more.append("k.rowid < ?")
+            extra.append(after[0])
+        where = " AND ".join(["memories_kw MATCH ?", "m.tenant = ?",
+                              COMMITTED_SQL,
+                              *more])
+        return reader.fetch(conn, f"SELECT {MEMORY_COLUMNS}, k.rowid AS cursor_seq, m.id AS "
+                            "cursor_id FROM memories_kw AS k CROSS JOIN memories AS m "
+                            f"ON m.id = k.memory_id WHERE {where} ORDER BY k.rowid DESC LIMIT ?",
+                            (match, tenant, *params, *extra, limit), named=True)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
