@@ -25,7 +25,7 @@ from mnemonia.errors import (
     StoreInconsistentError,
 )
 from mnemonia.runtime import Runtime
-from mnemonia.store.repository import chunks
+from mnemonia.store.statements import chunks
 from mnemonia.transfer.imports import repair_imports
 from mnemonia.validation import row_embed_text
 
@@ -37,7 +37,7 @@ log = logging.getLogger("mnemonia")
 def check_models(rt: Runtime) -> None:
     """Refuse a store whose tenants were embedded with another model than ``rt.embedder``."""
     with rt.reading() as conn:
-        rows = rt.sql.collections(conn)
+        rows = rt.sql.collections.collections(conn)
     for row in rows:
         if row.embedding_model != rt.embedder.name:
             raise EmbeddingModelMismatchError(
@@ -62,14 +62,14 @@ def repair(rt: Runtime, *, mine: bool = False) -> None:
         repair_imports(rt)
     now = time.time()
     with rt.reading() as conn:
-        rows = rt.sql.unfinished(conn)
-        live = set() if mine else rt.sql.live_writers(conn, now=now)
+        rows = rt.sql.memories.unfinished(conn)
+        live = set() if mine else rt.sql.kv.live_writers(conn, now=now)
     if mine:
         rows = [r for r in rows if r.writer == rt.writer]
     else:
         rows = [r for r in rows if r.writer is None or r.writer not in live]
         with rt.sql.begin() as conn:  # the leases of processes that are gone
-            rt.sql.drop_expired_writers(conn, now=now)
+            rt.sql.kv.drop_expired_writers(conn, now=now)
     if not rows:
         return
     by_tenant: dict[str, list[tuple[str, str]]] = {}
@@ -82,14 +82,15 @@ def repair(rt: Runtime, *, mine: bool = False) -> None:
         finish = [i for i, st in items if st == "pending" and i in present]
         undo = [i for i, st in items if st == "pending" and i not in present]
         with rt.sql.begin() as conn:
-            finished = rt.sql.mark_committed(conn, finish) if finish else 0
+            finished = rt.sql.memories.mark_committed(conn, finish) if finish else 0
             # compare-and-set: a row its writer committed meanwhile stays committed
-            claimed = rt.sql.take_over(conn, undo, rt.writer, to_ts(rt.now())) if undo else []
+            claimed = rt.sql.memories.take_over(conn, undo, rt.writer,
+                                                to_ts(rt.now())) if undo else []
         deleting = [i for i, st in items if st == "deleting"] + claimed
         if col is not None and deleting:
             rt.vectors.delete(col, deleting)
         with rt.sql.begin() as conn:
-            gone = rt.sql.purge_deleting(conn, tenant, deleting)
+            gone = rt.sql.memories.purge_deleting(conn, tenant, deleting)
         if gone:
             rt.forget_indexes(tenant)
         log.info("repaired tenant %s: %d finished, %d undone, %d deletions completed",
@@ -264,8 +265,8 @@ def _examine(rt: Runtime, tenant: str, known: bool, postings: dict[str, int] | N
     # tells apart (its vector is gone by then).
     chroma = set(rt.vectors.all_ids(col)) if col is not None else set()
     with rt.sql.snapshot() as conn:
-        rows = rt.sql.tenant_memories(conn, tenant)
-        side = rt.sql.side_vector_ids(conn, tenant)
+        rows = rt.sql.inspect.tenant_memories(conn, tenant)
+        side = rt.sql.inspect.side_vector_ids(conn, tenant)
     found = _Findings(
         tenant=tenant, known=known, rows={r.id for r in rows},
         committed={r.id for r in rows if r.status == "committed"},
@@ -274,7 +275,7 @@ def _examine(rt: Runtime, tenant: str, known: bool, postings: dict[str, int] | N
     if found.orphans and col is not None:
         still = rt.vectors.existing(col, sorted(found.orphans))
         with rt.reading() as conn:
-            known_now = set(rt.sql.existing_ids(conn, sorted(still)))
+            known_now = set(rt.sql.memories.existing_ids(conn, sorted(still)))
         found.chroma -= found.orphans - still
         found.rows |= known_now
         found.orphans = still - known_now
@@ -289,8 +290,8 @@ def _rebuild(rt: Runtime, tenant: str, ids: Sequence[str]) -> tuple[int, int]:
     rebuilt = reembedded = 0
     for chunk in chunks(list(ids), REBUILD_BATCH):
         with rt.reading() as conn:
-            rows = rt.sql.rows(conn, tenant, chunk)
-            stored = rt.sql.vectors_get(conn, chunk)
+            rows = rt.sql.memories.rows(conn, tenant, chunk)
+            stored = rt.sql.vectors.vectors_get(conn, chunk)
         order = [i for i in chunk if i in rows]
         vecs = {i: np.frombuffer(stored[i], dtype="<f4") for i in order if i in stored}
         todo = [i for i in order if i not in vecs or vecs[i].shape[0] != dim]
@@ -298,14 +299,14 @@ def _rebuild(rt: Runtime, tenant: str, ids: Sequence[str]) -> tuple[int, int]:
             fresh = rt.embedder.embed_documents([row_embed_text(rows[i]) for i in todo])
             vecs.update(zip(todo, np.asarray(fresh, dtype=np.float32), strict=True))
             with rt.writing() as conn:
-                rt.sql.vectors_put(conn, [(i, vecs[i]) for i in todo], replace=True)
+                rt.sql.vectors.vectors_put(conn, [(i, vecs[i]) for i in todo], replace=True)
         if order:
             rt.vectors.upsert(col, order, np.stack([vecs[i] for i in order]).astype(np.float32),
                               [row_embed_text(rows[i]) for i in order],
                               [{"kind": rows[i].kind} for i in order])
             # a memory deleted by another process meanwhile must not get its vector back
             with rt.reading() as conn:
-                now_committed = {i for i, st in rt.sql.statuses(conn, order).items()
+                now_committed = {i for i, st in rt.sql.memories.statuses(conn, order).items()
                                  if st == "committed"}
             if len(now_committed) < len(order):
                 rt.vectors.delete(col, [i for i in order if i not in now_committed])
@@ -322,7 +323,7 @@ def _restore_side(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
     for chunk in chunks(list(ids), REBUILD_BATCH):
         got = rt.vectors.get_vectors(col, chunk)
         with rt.writing() as conn:
-            rt.sql.vectors_put(conn, list(got.items()), replace=True)
+            rt.sql.vectors.vectors_put(conn, list(got.items()), replace=True)
         restored += len(got)
     return restored
 
@@ -332,10 +333,10 @@ def _reindex(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
     done = 0
     for chunk in chunks(list(ids), REBUILD_BATCH):
         with rt.writing() as conn:
-            rows = rt.sql.rows(conn, tenant, chunk)
-            rt.sql.fts_delete(conn, chunk)
-            rt.sql.fts_insert(conn, [(i, tenant, row_embed_text(rows[i]))
-                                     for i in chunk if i in rows])
+            rows = rt.sql.memories.rows(conn, tenant, chunk)
+            rt.sql.keywords.fts_delete(conn, chunk)
+            rt.sql.keywords.fts_insert(conn, [(i, tenant, row_embed_text(rows[i]))
+                                              for i in chunk if i in rows])
         done += len(chunk)
     return done
 
@@ -390,10 +391,10 @@ def doctor(rt: Runtime, *, repair: bool, tenants: Sequence[str] | None = None,
     warnings."""
     with rt.exclusive():
         with rt.reading() as conn:
-            known = set(rt.sql.tenants(conn))
-            postings = rt.sql.keyword_postings(conn) if keyword else None
-            stray_kw = rt.sql.stray_keyword_ids(conn) if postings is not None else None
-            stray_vec = rt.sql.stray_vector_ids(conn) if tenants is None else []
+            known = set(rt.sql.collections.tenants(conn))
+            postings = rt.sql.inspect.keyword_postings(conn) if keyword else None
+            stray_kw = rt.sql.inspect.stray_keyword_ids(conn) if postings is not None else None
+            stray_vec = rt.sql.inspect.stray_vector_ids(conn) if tenants is None else []
         names = sorted(known | set(rt.vectors.tenants())) if tenants is None else list(tenants)
         found = [_examine(rt, t, t in known, postings) for t in names]
         if at_open and any(f.orphans for f in found):
@@ -402,17 +403,15 @@ def doctor(rt: Runtime, *, repair: bool, tenants: Sequence[str] | None = None,
             healths = [_repair_tenant(rt, f, at_open=at_open) if f.health().problems
                        else f.health() for f in found]
             with rt.writing() as conn:
-                rt.sql.vectors_delete(conn, stray_vec)
+                rt.sql.vectors.vectors_delete(conn, stray_vec)
                 if stray_kw:
-                    rt.sql.fts_delete(conn, stray_kw)
+                    rt.sql.keywords.fts_delete(conn, stray_kw)
                 if stray_kw or any(h.keyword_reindexed for h in healths):
-                    rt.sql.recount_keyword_terms(conn)
+                    rt.sql.keywords.recount_keyword_terms(conn)
         else:
             healths = [f.health() for f in found]
-    index = ("n/a: PostgreSQL full-text search reads a generated column of memories"
-             if rt.sql.dialect == "postgresql" else
-             "sqlite fts5 (memories_kw)" if rt.sql.dialect == "sqlite" else "none")
-    if rt.sql.dialect == "sqlite" and postings is None:
+    index = rt.sql.keywords.description
+    if rt.sql.keywords.table and postings is None:
         index += ", not checked (its row count matched)"
     return DoctorReport(tenants=tuple(healths), keyword_index=index,
                         stray_side_vectors=len(stray_vec),
@@ -429,9 +428,9 @@ def verify(rt: Runtime) -> DoctorReport | None:
     :class:`StoreInconsistentError` and nothing changed. Returns the repair report, or
     ``None`` when the counts agreed."""
     with rt.reading() as conn:
-        counts = rt.sql.row_counts(conn)  # after repair(): every row is committed
-        known = rt.sql.tenants(conn)
-        kw_rows = rt.sql.keyword_count(conn)
+        counts = rt.sql.inspect.row_counts(conn)  # after repair(): every row is committed
+        known = rt.sql.collections.tenants(conn)
+        kw_rows = rt.sql.inspect.keyword_count(conn)
     off = []
     for t in sorted(set(known) | set(rt.vectors.tenants())):
         col = _chroma(rt, t)

@@ -28,7 +28,7 @@ from mnemonia.models import Memory
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import reevaluation as reeval
-from mnemonia.store.repository import WRITER_LEASE
+from mnemonia.store.kv import WRITER_LEASE
 from mnemonia.validation import PreparedMemory, row_embed_text
 
 __all__ = ["NEIGHBOURS", "add", "enrich_ids", "enrich_items", "gatekeep", "replace_or_add"]
@@ -91,8 +91,8 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
     _embed_missing(rt, items)
     with rt.exclusive():
         with rt.reading() as conn:
-            clash = rt.sql.existing_ids(conn, ids)
-            found = {r.id: r for r in rt.sql.full_rows(conn, clash)} if clash else {}
+            clash = rt.sql.memories.existing_ids(conn, ids)
+            found = {r.id: r for r in rt.sql.memories.full_rows(conn, clash)} if clash else {}
         done = _retried(rt, tenant, items, found)
         fresh = [p for p in items if p.id not in done]
         if fresh:
@@ -114,7 +114,7 @@ def _add_new(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memo
         raise
     _commit(rt, col, tenant, ids)
     rt.forget_entities(tenant)
-    return [rt.sql.to_memory(r) for r in mem_rows]
+    return [rt.sql.memories.to_memory(r) for r in mem_rows]
 
 
 def _commit(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
@@ -125,14 +125,14 @@ def _commit(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
     whole write undone (:class:`StoreWriteTakenOverError`)."""
     try:
         with rt.sql.begin() as conn:
-            if rt.sql.mark_committed(conn, ids) == len(ids):
+            if rt.sql.memories.mark_committed(conn, ids) == len(ids):
                 return
-            statuses = rt.sql.statuses(conn, ids)
+            statuses = rt.sql.memories.statuses(conn, ids)
     except StoreError as first:
         try:
             with rt.sql.begin() as conn:
-                rt.sql.mark_committed(conn, ids)
-                statuses = rt.sql.statuses(conn, ids)
+                rt.sql.memories.mark_committed(conn, ids)
+                statuses = rt.sql.memories.statuses(conn, ids)
         except StoreError:
             _take_back_or_unknown(rt, col, tenant, ids, first)
             raise first from None
@@ -180,7 +180,7 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
     if deleting:
         rt.vectors.delete(col, deleting)
         with rt.sql.begin() as conn:
-            rt.sql.purge_deleting(conn, tenant, deleting)
+            rt.sql.memories.purge_deleting(conn, tenant, deleting)
         rt.forget_indexes(tenant)
     if pending:
         ids = [p.id for p in pending]
@@ -189,9 +189,9 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
         _commit(rt, col, tenant, ids)
         rt.forget_entities(tenant)
     with rt.reading() as conn:
-        stored = rt.sql.full_rows(conn, [p.id for p in items if p.id in found
-                                         and p.id not in deleting])
-    out.update((r.id, rt.sql.to_memory(r)) for r in stored)
+        stored = rt.sql.memories.full_rows(conn, [p.id for p in items if p.id in found
+                                                  and p.id not in deleting])
+    out.update((r.id, rt.sql.memories.to_memory(r)) for r in stored)
     return out
 
 
@@ -203,7 +203,7 @@ def _take_back(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
     side-store does not know. Raises :class:`StoreError` when the side-store cannot mark
     them."""
     with rt.sql.begin() as conn:
-        rt.sql.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
+        rt.sql.memories.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
     try:
         rt.vectors.delete(col, ids)
     except StoreError as e:
@@ -212,7 +212,7 @@ def _take_back(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
         return
     try:
         with rt.sql.begin() as conn:
-            rt.sql.purge_deleting(conn, tenant, ids)
+            rt.sql.memories.purge_deleting(conn, tenant, ids)
     except StoreError as e:
         log.warning("could not remove %d taken-back rows of tenant %s (%s); closing this "
                     "engine, or the next open, removes them", len(ids), tenant, e)
@@ -225,7 +225,7 @@ def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> lis
     vector is written before the old text goes, so a failure never loses the stored version."""
     ids = _unique_ids(items)
     with rt.reading() as conn:
-        found = rt.sql.owners(conn, ids)
+        found = rt.sql.memories.owners(conn, ids)
     foreign = [i for i, t in found.items() if t != tenant]
     if foreign:
         raise _taken(foreign)  # the same answer as for a clash in the tenant: no leak
@@ -247,24 +247,24 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
         rt.vectors.upsert(col, ids, _matrix(old), [p.embed_text for p in old],
                           [{"kind": p.kind} for p in old])
         with rt.sql.begin() as conn:
-            prev = rt.sql.rows(conn, tenant, ids)
-            rt.sql.fts_delete(conn, ids)
-            rt.sql.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in old])
-            rt.sql.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)
+            prev = rt.sql.memories.rows(conn, tenant, ids)
+            rt.sql.keywords.fts_delete(conn, ids)
+            rt.sql.keywords.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in old])
+            rt.sql.vectors.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)
             for p in old:
-                rt.sql.update_memory(
+                rt.sql.memories.update_memory(
                     conn, p.id, text=p.text, kind=p.kind, topic=p.topic,
                     entities=json.dumps(p.entities), importance=p.importance,
                     session_id=p.session_id, metadata=json.dumps(p.metadata), pinned=p.pinned)
-                rt.sql.unlink_entities(conn, p.id)
-                rt.sql.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
-                                            for e in p.entities])
+                rt.sql.graph.unlink_entities(conn, p.id)
+                rt.sql.graph.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
+                                                  for e in p.entities])
                 r = prev.get(p.id)
-                rt.sql.event(conn, tenant, p.id, "updated", nowts,
-                             {"text": r.text if r is not None else None}, {"text": p.text})
-            rows = rt.sql.rows(conn, tenant, ids)
+                rt.sql.events.event(conn, tenant, p.id, "updated", nowts,
+                                    {"text": r.text if r is not None else None}, {"text": p.text})
+            rows = rt.sql.memories.rows(conn, tenant, ids)
         rt.forget_entities(tenant)
-    return {i: rt.sql.to_memory(r) for i, r in rows.items()}
+    return {i: rt.sql.memories.to_memory(r) for i, r in rows.items()}
 
 
 def _top_earlier(row: np.ndarray, i: int) -> list[int]:
@@ -318,16 +318,17 @@ def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], state
     nowts = to_ts(now)
     repo = rt.sql
     with repo.begin() as conn:
-        seq0 = repo.reserve_seq(conn, tenant, len(items), model=rt.embedder.name,
-                                dimension=rt.embedder.dimension, at=nowts)
-        repo.insert_memories(conn, [_new_row(rt, tenant, p, seq0 + i, st)
-                                    for i, (p, st) in enumerate(zip(items, states, strict=True))])
-        repo.write_by(conn, [p.id for p in items], rt.writer, nowts)
-        repo.vectors_put(conn, [(p.id, p.vector) for p in items])
-        repo.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in items])
-        repo.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
-                                  for p in items for e in p.entities])
-        repo.insert_events(conn, [repo.event_row(
+        seq0 = repo.collections.reserve_seq(conn, tenant, len(items), model=rt.embedder.name,
+                                            dimension=rt.embedder.dimension, at=nowts)
+        repo.memories.insert_memories(conn, [
+            _new_row(rt, tenant, p, seq0 + i, st)
+            for i, (p, st) in enumerate(zip(items, states, strict=True))])
+        repo.memories.write_by(conn, [p.id for p in items], rt.writer, nowts)
+        repo.vectors.vectors_put(conn, [(p.id, p.vector) for p in items])
+        repo.keywords.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in items])
+        repo.graph.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
+                                        for p in items for e in p.entities])
+        repo.events.insert_events(conn, [repo.events.event_row(
             tenant, p.id, "created", nowts, None,
             {"state": st, "importance": p.importance, "kind": p.kind})
             for p, st in zip(items, states, strict=True)])
@@ -335,7 +336,7 @@ def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], state
                   if st == reeval.IMMEDIATE]
         if enrich:
             enrich_items(rt, conn, tenant, enrich, nowts)
-        return repo.full_rows(conn, [p.id for p in items])
+        return repo.memories.full_rows(conn, [p.id for p in items])
 
 
 def _automatic_edges(rt: Runtime, conn: Any, tenant: str, p: PreparedMemory, near: Near,
@@ -345,7 +346,7 @@ def _automatic_edges(rt: Runtime, conn: Any, tenant: str, p: PreparedMemory, nea
         if other != p.id and sim >= rt.config.related_threshold:
             edges[(p.id, other, "related_to")] = min(1.0, max(sim, 1e-6))
     if p.session_id is not None:
-        prev = rt.sql.previous_in_session(conn, tenant, p.session_id, p.id, p.at)
+        prev = rt.sql.graph.previous_in_session(conn, tenant, p.session_id, p.id, p.at)
         if prev is not None:
             edges[(prev, p.id, "follows")] = 1.0
 
@@ -361,16 +362,16 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
         if extracted:
             p.entities = p.entities + extracted
             new_links += [dict(tenant=tenant, entity=e, memory_id=p.id) for e in extracted]
-            rt.sql.update_memory(conn, p.id, entities=json.dumps(p.entities))
+            rt.sql.memories.update_memory(conn, p.id, entities=json.dumps(p.entities))
         _automatic_edges(rt, conn, tenant, p, near, edges)
-    rt.sql.link_entities(conn, new_links, ignore_existing=True)
+    rt.sql.graph.link_entities(conn, new_links, ignore_existing=True)
     for p, _ in items:
         for e in p.entities:
-            for other in rt.sql.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
+            for other in rt.sql.graph.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
                 edges.setdefault((p.id, other, "same_entity"), 0.5)
-    rt.sql.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
+    rt.sql.memories.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
     rt.links_written(tenant, {m for src, dst, _ in edges for m in (src, dst)})
-    added = rt.sql.insert_edges(conn, tenant, edges, nowts)
+    added = rt.sql.graph.insert_edges(conn, tenant, edges, nowts)
     store_term_vectors(rt, conn, [p.embed_text for p, _ in items])
     return added
 
@@ -392,9 +393,9 @@ def _enrich_chunk(rt: Runtime, col: Any, tenant: str, chunk: Sequence[str]) -> i
     matrix = np.stack([vectors[i] for i in order]).astype(np.float32)
     near_ids, near_sims = rt.vectors.query(col, matrix, NEIGHBOURS + 1)
     with rt.writing() as conn:
-        rows = rt.sql.rows(conn, tenant, order)
-        gone = set(rt.sql.select_ids(conn, sorted({o for row in near_ids for o in row}),
-                                     deleted=True))
+        rows = rt.sql.memories.rows(conn, tenant, order)
+        gone = set(rt.sql.memories.select_ids(conn, sorted({o for row in near_ids for o in row}),
+                                              deleted=True))
         items = []
         for i, mid in enumerate(order):
             r = rows.get(mid)

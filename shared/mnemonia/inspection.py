@@ -153,7 +153,7 @@ def memory_page(rt: Runtime, tenant: str, query: ListQuery) -> MemoryPage:
     page costs about the same, however deep). With ``q``, every word must occur in the text
     (case and accents ignored on SQLite)."""
     words = check.text(query.q, "q").split() if query.q else []
-    mode = "k" if words and rt.sql.dialect == "sqlite" else "s"
+    mode = "k" if words and rt.sql.keywords.table else "s"
     cursor = _cursor(query.page) if query.page else None
     if cursor is not None and cursor[0] != mode:
         raise InvalidInputError(f"page={shown(query.page)}: a cursor of another listing (with "
@@ -162,13 +162,14 @@ def memory_page(rt: Runtime, tenant: str, query: ListQuery) -> MemoryPage:
     filters = {"kind": query.kind, "topic": query.topic, "state": query.state,
                "deleted": query.deleted}
     with rt.reading() as conn:
-        rows = rt.sql.inspect_page(conn, tenant, words=words, filters=filters, after=after,
-                                   limit=query.limit + 1)
+        rows = rt.sql.inspect.inspect_page(conn, tenant, words=words, filters=filters, after=after,
+                                           limit=query.limit + 1)
     more = len(rows) > query.limit
     rows = rows[:query.limit]
     last = rows[-1] if rows else None
     nxt = f"{mode}{last.cursor_seq}-{last.cursor_id}" if more and last is not None else None
-    return MemoryPage(query=query, items=[rt.sql.to_memory(r) for r in rows], next_page=nxt)
+    return MemoryPage(query=query, items=[rt.sql.memories.to_memory(r) for r in rows],
+                      next_page=nxt)
 
 
 # -- one memory --------------------------------------------------------------------------------
@@ -273,10 +274,10 @@ def memory_detail(rt: Runtime, tenant: str, memory_id: str) -> MemoryDetail:
     others = {r.dst if r.src == memory_id else r.src for r in rels}
     others |= {x for x in (mem.superseded_by, mem.consolidated_into) if x}
     with rt.reading() as conn:
-        rows = rt.sql.rows(conn, tenant, sorted(others))
+        rows = rt.sql.memories.rows(conn, tenant, sorted(others))
         used = use_record(rt.sql, conn, tenant)
-        row = rt.sql.row(conn, tenant, memory_id)
-    neighbours = {i: rt.sql.to_memory(r) for i, r in rows.items()}
+        row = rt.sql.memories.row(conn, tenant, memory_id)
+    neighbours = {i: rt.sql.memories.to_memory(r) for i, r in rows.items()}
     accesses = [e.at for e in history if e.event == "recalled"]
     members = sorted(r.src for r in rels if r.type == "part_of" and r.dst == memory_id)
     return MemoryDetail(
@@ -313,13 +314,14 @@ def due(rt: Runtime, tenant: str, *, limit: int = 100) -> DueList:
     ranked = due_for_review(rt, tenant, now)
     top = ranked[:limit]
     with rt.reading() as conn:
-        rows = rt.sql.rows(conn, tenant, [t[1] for t in top])
+        rows = rt.sql.memories.rows(conn, tenant, [t[1] for t in top])
     items = []
     for prio_value, mid, _row, state in top:
         if mid not in rows:
             continue
         late = 0.0 if state.next_review is None else (now - state.next_review).total_seconds()
-        items.append(DueItem(memory=rt.sql.to_memory(rows[mid]), review_priority=prio_value,
+        items.append(DueItem(memory=rt.sql.memories.to_memory(rows[mid]),
+                             review_priority=prio_value,
                              overdue_days=max(0.0, late) / 86400.0))
     return DueList(total=len(ranked), batch=rt.config.review_batch, items=items)
 
@@ -329,8 +331,8 @@ def review_schedule(rt: Runtime, tenant: str, *, days: int = 30) -> list[tuple[s
     of the next ``days`` days (the SM-2 ``next_review`` of enriched, reviewable memories)."""
     now = rt.now()
     with rt.reading() as conn:
-        rows = rt.sql.active_rows(conn, tenant, ("next_review",), enriched=True,
-                                  not_state=reeval.SKIPPED, unsuperseded=True)
+        rows = rt.sql.memories.active_rows(conn, tenant, ("next_review",), enriched=True,
+                                           not_state=reeval.SKIPPED, unsuperseded=True)
     nowts = to_ts(now)
     counts = [0] * (days + 1)
     for (nxt,) in rows:
@@ -370,20 +372,20 @@ def fading(rt: Runtime, tenant: str, *, limit: int = 100) -> FadingList:
     now = rt.now()
     picked, active, per_run = eviction_order(rt, tenant=tenant, limit=limit)
     with rt.reading() as conn:
-        rows = rt.sql.rows(conn, tenant, [c.id for c in picked])
+        rows = rt.sql.memories.rows(conn, tenant, [c.id for c in picked])
         used = use_record(rt.sql, conn, tenant).uses
-        gone = rt.sql.recently_deleted(conn, tenant, limit)
+        gone = rt.sql.inspect.recently_deleted(conn, tenant, limit)
     items = []
     for i, c in enumerate(picked):
         if c.id not in rows:
             continue
-        mem = rt.sql.to_memory(rows[c.id])
+        mem = rt.sql.memories.to_memory(rows[c.id])
         items.append(FadingItem(memory=mem, priority=c.priority, retention=retention(
             accessed_at=mem.accessed_at, now=now, importance=mem.importance,
             stability=mem.stability, half_life=rt.config.retention_half_life),
             used=c.id in used, next_run=i < per_run))
     return FadingList(active=active, next_run=per_run, items=items,
-                      forgotten=[rt.sql.to_memory(r) for r in gone])
+                      forgotten=[rt.sql.memories.to_memory(r) for r in gone])
 
 
 def retention_now(rt: Runtime, memory: Memory, now: datetime) -> float:

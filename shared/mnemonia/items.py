@@ -50,7 +50,6 @@ from mnemonia.errors import InvalidInputError, shown
 from mnemonia.maintenance.expire import expire
 from mnemonia.models import KINDS, ItemWrite, KeyedItem, Memory
 from mnemonia.runtime import Runtime
-from mnemonia.store.repository import SqlCondition
 from mnemonia.store.schema import (
     DEFAULT_ITEM_SPACE,
     ITEM_KEY,
@@ -59,6 +58,7 @@ from mnemonia.store.schema import (
     item_path,
     item_tenant,
 )
+from mnemonia.store.statements import SqlCondition
 
 __all__ = ["DEFAULT_ITEM_SPACE", "ITEM_KEY", "MATCH_TYPES", "ItemStore", "namespace_matches"]
 
@@ -162,7 +162,7 @@ class ItemStore:
             now = rt.now()
             nowts = to_ts(now)
             with rt.reading() as conn:
-                rows = rt.sql.item_rows(conn, path, [w.key for w in writes])
+                rows = rt.sql.items.item_rows(conn, path, [w.key for w in writes])
             live: dict[str, tuple[str, dict[str, Any]]] = {}
             gone: list[str] = []
             for r in rows:
@@ -223,7 +223,7 @@ class ItemStore:
         path = item_path([check.item_space(space), *ns])
         nowts = to_ts(rt.now())
         with rt.reading() as conn:
-            rows = rt.sql.item_rows(conn, path, keys) if keys else []
+            rows = rt.sql.items.item_rows(conn, path, keys) if keys else []
         found = {}
         for r in rows:
             if r.deleted_at is None and (r.expires is None or r.expires > nowts):
@@ -242,7 +242,7 @@ class ItemStore:
                 rows.append({"b_id": mid, "metadata": json.dumps({ITEM_KEY: item})})
         if rows:
             with self._rt.writing() as conn:
-                self._rt.sql.update_each(conn, rows, ["metadata"])
+                self._rt.sql.memories.update_each(conn, rows, ["metadata"])
 
     def _paths_under(self, space: str, prefix: tuple[str, ...], nowts: float) -> list[str]:
         """Paths of the namespaces at or under ``prefix`` that hold live items, in order:
@@ -250,12 +250,12 @@ class ItemStore:
         base = item_path([space, *prefix])
         out: list[str] = []
         with self._rt.reading() as conn:
-            if prefix and self._rt.sql.next_item_path(conn, base, base + "\x01", now=nowts,
-                                                      inclusive=True) == base:
+            if prefix and self._rt.sql.items.next_item_path(conn, base, base + "\x01", now=nowts,
+                                                            inclusive=True) == base:
                 out.append(base)
             low, inclusive = base + "\x01", True
-            while (p := self._rt.sql.next_item_path(conn, low, base + "\x02", now=nowts,
-                                                    inclusive=inclusive)) is not None:
+            while (p := self._rt.sql.items.next_item_path(conn, low, base + "\x02", now=nowts,
+                                                          inclusive=inclusive)) is not None:
                 out.append(p)
                 low, inclusive = p, False
         return out
@@ -292,7 +292,7 @@ class ItemStore:
         now = rt.now()
         nowts = to_ts(now)
         paths = self._paths_under(space, ns, nowts)
-        where = rt.sql.item_filter(flt) if flt else None
+        where = rt.sql.items.item_filter(flt) if flt else None
         if text:
             found = self._ranked(space, paths, text, where, limit, offset, mode, touch, now)
         else:
@@ -308,15 +308,15 @@ class ItemStore:
         """A page of live items of ``paths`` (last updated first), matching ``where``."""
         rt = self._rt
         if indexed is not None:
-            where = rt.sql.item_indexed(indexed).and_(where)
+            where = rt.sql.items.item_indexed(indexed).and_(where)
         if not paths or limit == 0:
             return []
         with rt.reading() as conn:
             if len(paths) == 1:
-                rows = rt.sql.item_page(conn, paths[0], now=nowts, where=where, limit=limit,
-                                        offset=offset)
+                rows = rt.sql.items.item_page(conn, paths[0], now=nowts, where=where, limit=limit,
+                                              offset=offset)
                 return [(r.id, _item_of(r.metadata)) for r in rows]
-            found = [(r.id, _item_of(r.metadata)) for p in paths for r in rt.sql.item_page(
+            found = [(r.id, _item_of(r.metadata)) for p in paths for r in rt.sql.items.item_page(
                 conn, p, now=nowts, where=where, limit=offset + limit)]
         found.sort(key=lambda t: (-float(t[1]["updated_at"]), _desc(t[1]["key"]),
                                   _desc(t[1]["path"])))
@@ -338,7 +338,7 @@ class ItemStore:
             args = check.recall_args(rt.config, query=query, tenant=tenant, k=need, topic=None,
                                      entity=None, episode_k=0, mode=mode, min_activation=0,
                                      touch=touch, user_id=None)
-            cond = rt.sql.item_condition(path, now=nowts, where=where, indexed=True)
+            cond = rt.sql.items.item_condition(path, now=nowts, where=where, indexed=True)
             result = recall_mod.recall(rt, recall_mod.RecallRequest(**args, now=now, where=cond))
             ranked += [(h.score, h.memory) for h in result.memories]
         ranked.sort(key=lambda p: -p[0])
@@ -379,7 +379,7 @@ class ItemStore:
         out: list[tuple[str, ...]] = []
         with rt.reading() as conn:
             while len(out) < offset + limit:
-                p = rt.sql.next_item_path(conn, low, high, now=nowts, inclusive=inclusive)
+                p = rt.sql.items.next_item_path(conn, low, high, now=nowts, inclusive=inclusive)
                 if p is None:
                     break
                 ns = item_labels(p)[1:]

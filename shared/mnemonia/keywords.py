@@ -20,8 +20,8 @@ import numpy as np
 from mnemonia.runtime import Runtime, TermIndex
 from mnemonia.scoring import activation as act
 from mnemonia.scoring.stemming import stem
+from mnemonia.store.database import Connection
 from mnemonia.store.exact import rows_per_slice
-from mnemonia.store.repository import Connection
 from mnemonia.store.schema import keyword_terms
 
 __all__ = ["KeywordQuery", "content_words", "keyword_query", "store_term_vectors"]
@@ -69,7 +69,7 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
         if cfg.keyword_expansion > 0 or cfg.keyword_stem_credit > 0 else {}
     related = sorted({u for e in expansions.values() for u in e})
     read = bool(cfg.keyword_idf or related)
-    df = rt.sql.term_docs(conn, tenant, [*qtok, *related], kept=True) if read else {}
+    df = rt.sql.keywords.term_docs(conn, tenant, [*qtok, *related], kept=True) if read else {}
     expansions = {t: kept for t, e in expansions.items()
                   if (kept := {u: cr for u, cr in e.items() if df.get(u)})}
     if cfg.keyword_idf:
@@ -93,7 +93,7 @@ def term_index(rt: Runtime, conn: Connection) -> TermIndex:
     """Every stored word vector of the store's model, cached until enrichment adds some."""
     idx = rt.term_index
     if idx is None:
-        terms, matrix = rt.sql.term_vectors_all(conn, rt.embedder.name)
+        terms, matrix = rt.sql.terms.term_vectors_all(conn, rt.embedder.name)
         idx = TermIndex(terms=terms, matrix=matrix if terms else None,
                         position={t: i for i, t in enumerate(terms)})
         rt.term_index = idx
@@ -185,10 +185,10 @@ def _stem_groups(idx: TermIndex) -> dict[str, list[str]]:
 def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> int:
     """Embed and store the words of ``texts`` that have no word vector yet; returns how many."""
     words = content_words(w for text in texts for w in keyword_terms(text, ""))
-    missing = rt.sql.term_vectors_missing(conn, rt.embedder.name, words) if words else []
+    missing = rt.sql.terms.term_vectors_missing(conn, rt.embedder.name, words) if words else []
     if not missing:
         return 0
     vectors = rt.embedder.embed_documents(missing)
-    rt.sql.term_vectors_put(conn, rt.embedder.name, list(zip(missing, vectors, strict=True)))
+    rt.sql.terms.term_vectors_put(conn, rt.embedder.name, list(zip(missing, vectors, strict=True)))
     rt.forget_terms()
     return len(missing)

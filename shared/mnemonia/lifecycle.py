@@ -48,17 +48,17 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
     now = rt.now()
     cue = query if query is not None else rt.query_of(tenant, memory_id)
     with rt.writing() as conn:
-        mem = rt.sql.memory(conn, tenant, memory_id)
+        mem = rt.sql.memories.memory(conn, tenant, memory_id)
         new_state, utility, values = review_update(mem.sm2, mem.utility, quality, now)
-        rt.sql.update_memory(conn, memory_id, **values)
-        rt.sql.event(conn, tenant, memory_id, "feedback", to_ts(now),
-                     {"quality": None, "utility": mem.utility,
-                      "interval_days": mem.sm2.interval_days, "easiness": mem.sm2.easiness},
-                     {"quality": quality, "utility": utility,
-                      "interval_days": new_state.interval_days,
-                      "easiness": new_state.easiness,
-                      **({"query": cue} if cue else {})})
-        out = rt.sql.memory(conn, tenant, memory_id)
+        rt.sql.memories.update_memory(conn, memory_id, **values)
+        rt.sql.events.event(conn, tenant, memory_id, "feedback", to_ts(now),
+                            {"quality": None, "utility": mem.utility,
+                             "interval_days": mem.sm2.interval_days, "easiness": mem.sm2.easiness},
+                            {"quality": quality, "utility": utility,
+                             "interval_days": new_state.interval_days,
+                             "easiness": new_state.easiness,
+                             **({"query": cue} if cue else {})})
+        out = rt.sql.memories.memory(conn, tenant, memory_id)
     rt.forget_cues(tenant)
     return out
 
@@ -80,12 +80,12 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
     now = rt.now()
     with rt.writing() as conn:
         for mid in (src, dst):
-            row = rt.sql.row(conn, tenant, mid)  # another tenant's id: not found, no leak
+            row = rt.sql.memories.row(conn, tenant, mid)  # another tenant's id: not found, no leak
             if row.deleted_at is not None and not allow_deleted:
                 raise MemoryDeletedError(
                     f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
                     f"(engine.restore({mid!r}, tenant={tenant!r})) to relate it")
-        rt.sql.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
+        rt.sql.graph.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
     rt.forget_links(tenant)  # a ``follows`` relation changes recall's session context
     return Relation(tenant=tenant, src=src, dst=dst, type=rel_type, strength=s,
                     created_at=now)
@@ -100,10 +100,10 @@ def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str) -> Memory:
     relate(rt, tenant, new_id, old_id, "supersedes", 1.0)
     now = rt.now()
     with rt.writing() as conn:
-        rt.sql.update_memory(conn, old_id, superseded_by=new_id)
-        rt.sql.event(conn, tenant, old_id, "superseded", to_ts(now), {"superseded_by": None},
-                     {"superseded_by": new_id})
-        return rt.sql.memory(conn, tenant, old_id)
+        rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
+        rt.sql.events.event(conn, tenant, old_id, "superseded", to_ts(now), {"superseded_by": None},
+                            {"superseded_by": new_id})
+        return rt.sql.memories.memory(conn, tenant, old_id)
 
 
 def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
@@ -113,16 +113,16 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
     now = rt.now()
     if not hard:
         with rt.writing() as conn:
-            r = rt.sql.row(conn, tenant, memory_id)
+            r = rt.sql.memories.row(conn, tenant, memory_id)
             if r.deleted_at is None:
-                rt.sql.update_memory(conn, memory_id, deleted_at=to_ts(now))
-                rt.sql.event(conn, tenant, memory_id, "deleted", to_ts(now),
-                             {"deleted_at": None}, {"deleted_at": now.isoformat()})
+                rt.sql.memories.update_memory(conn, memory_id, deleted_at=to_ts(now))
+                rt.sql.events.event(conn, tenant, memory_id, "deleted", to_ts(now),
+                                    {"deleted_at": None}, {"deleted_at": now.isoformat()})
         rt.forget_entities(tenant)
         return
     with rt.exclusive():
         with rt.sql.begin() as conn:
-            rt.sql.row(conn, tenant, memory_id)
+            rt.sql.memories.row(conn, tenant, memory_id)
         purge(rt, tenant, [memory_id])
 
 
@@ -134,27 +134,27 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
         return
     with rt.exclusive():
         with rt.sql.begin() as conn:
-            rt.sql.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
+            rt.sql.memories.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
         col = rt.collection(tenant, create=False)
         if col is not None:
             rt.vectors.delete(col, ids)
         with rt.sql.begin() as conn:
-            rt.sql.purge(conn, tenant, ids)
+            rt.sql.memories.purge(conn, tenant, ids)
             rt.forget_indexes(tenant)
-            rt.sql.clear_references(conn, ids)
+            rt.sql.memories.clear_references(conn, ids)
 
 
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
     """Bring back a soft-deleted memory whole."""
     now = rt.now()
     with rt.writing() as conn:
-        r = rt.sql.row(conn, tenant, memory_id)
+        r = rt.sql.memories.row(conn, tenant, memory_id)
         if r.deleted_at is not None:
-            rt.sql.update_memory(conn, memory_id, deleted_at=None)
-            rt.sql.event(conn, tenant, memory_id, "restored", to_ts(now),
-                         {"deleted_at": from_ts(r.deleted_at).isoformat()},
-                         {"deleted_at": None})
-        mem = rt.sql.memory(conn, tenant, memory_id)
+            rt.sql.memories.update_memory(conn, memory_id, deleted_at=None)
+            rt.sql.events.event(conn, tenant, memory_id, "restored", to_ts(now),
+                                {"deleted_at": from_ts(r.deleted_at).isoformat()},
+                                {"deleted_at": None})
+        mem = rt.sql.memories.memory(conn, tenant, memory_id)
     rt.forget_entities(tenant)
     return mem
 
@@ -162,9 +162,9 @@ def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
 def pin(rt: Runtime, tenant: str, memory_id: str, pinned: bool) -> Memory:
     """Pin (never evicted) or unpin a memory."""
     with rt.writing() as conn:
-        rt.sql.row(conn, tenant, memory_id)
-        rt.sql.update_memory(conn, memory_id, pinned=pinned)
-        return rt.sql.memory(conn, tenant, memory_id)
+        rt.sql.memories.row(conn, tenant, memory_id)
+        rt.sql.memories.update_memory(conn, memory_id, pinned=pinned)
+        return rt.sql.memories.memory(conn, tenant, memory_id)
 
 
 def update_metadata(rt: Runtime, tenant: str, memory_id: str,
@@ -173,14 +173,14 @@ def update_metadata(rt: Runtime, tenant: str, memory_id: str,
     ``metadata_updated`` event with the previous and new values of the keys."""
     now = rt.now()
     with rt.writing() as conn:
-        r = rt.sql.row(conn, tenant, memory_id)
+        r = rt.sql.memories.row(conn, tenant, memory_id)
         before = json.loads(r.metadata)
         merged = check.metadata({**before, **patch}, max_bytes=rt.config.max_metadata_bytes,
                                 max_depth=rt.config.max_metadata_depth)
-        rt.sql.update_memory(conn, memory_id, metadata=json.dumps(merged))
-        rt.sql.event(conn, tenant, memory_id, "metadata_updated", to_ts(now),
-                     {k: before.get(k) for k in patch}, dict(patch))
-        return rt.sql.memory(conn, tenant, memory_id)
+        rt.sql.memories.update_memory(conn, memory_id, metadata=json.dumps(merged))
+        rt.sql.events.event(conn, tenant, memory_id, "metadata_updated", to_ts(now),
+                            {k: before.get(k) for k in patch}, dict(patch))
+        return rt.sql.memories.memory(conn, tenant, memory_id)
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -189,14 +189,14 @@ def get(rt: Runtime, tenant: str, memory_id: str, *, touch: bool = False) -> Mem
     With ``touch`` the read counts as an access: like a recall hit at rank 1."""
     if not touch:
         with rt.reading() as conn:
-            return rt.sql.memory(conn, tenant, memory_id)
+            return rt.sql.memories.memory(conn, tenant, memory_id)
     cfg = rt.config
     with rt.writing() as conn:
-        rt.sql.row(conn, tenant, memory_id)
-        rt.sql.record_access(conn, tenant, [(memory_id, 1.0)], k=1, user_id=None,
-                             at=to_ts(rt.now()), growth=cfg.stability_growth,
-                             cap=cfg.stability_cap)
-        return rt.sql.memory(conn, tenant, memory_id)
+        rt.sql.memories.row(conn, tenant, memory_id)
+        rt.sql.events.record_access(conn, tenant, [(memory_id, 1.0)], k=1, user_id=None,
+                                    at=to_ts(rt.now()), growth=cfg.stability_growth,
+                                    cap=cfg.stability_cap)
+        return rt.sql.memories.memory(conn, tenant, memory_id)
 
 
 def list_memories(rt: Runtime, tenant: str, *, session_id: str | None, include_deleted: bool,
@@ -207,8 +207,8 @@ def list_memories(rt: Runtime, tenant: str, *, session_id: str | None, include_d
     if limit is not None:
         check.positive_int(limit, "limit", minimum=0)
     with rt.reading() as conn:
-        return rt.sql.list_memories(conn, tenant, session_id=session_id,
-                                    include_deleted=include_deleted, limit=limit)
+        return rt.sql.memories.list_memories(conn, tenant, session_id=session_id,
+                                             include_deleted=include_deleted, limit=limit)
 
 
 def history(rt: Runtime, tenant: str, memory_id: str) -> list[Event]:
@@ -216,9 +216,9 @@ def history(rt: Runtime, tenant: str, memory_id: str) -> list[Event]:
     ``recalled`` events, its access-log rows (every recall hit, kept in the access log so the
     recall path writes one row per hit, not two)."""
     with rt.reading() as conn:
-        rt.sql.row(conn, tenant, memory_id)
-        events = rt.sql.events_of(conn, tenant, memory_id)
-        recalls = rt.sql.recalls_of(conn, tenant, memory_id)
+        rt.sql.memories.row(conn, tenant, memory_id)
+        events = rt.sql.events.events_of(conn, tenant, memory_id)
+        recalls = rt.sql.events.recalls_of(conn, tenant, memory_id)
     merged = sorted([(e.at, 0, i, e) for i, e in enumerate(events)]
                     + [(e.at, 1, i, e) for i, e in enumerate(recalls)], key=lambda t: t[:3])
     return [e for *_, e in merged]
@@ -227,11 +227,11 @@ def history(rt: Runtime, tenant: str, memory_id: str) -> list[Event]:
 def relations(rt: Runtime, tenant: str, memory_id: str) -> list[Relation]:
     """Every relation from or to one memory."""
     with rt.reading() as conn:
-        rt.sql.row(conn, tenant, memory_id)
-        return rt.sql.relations_of(conn, tenant, memory_id)
+        rt.sql.memories.row(conn, tenant, memory_id)
+        return rt.sql.graph.relations_of(conn, tenant, memory_id)
 
 
 def stats(rt: Runtime, tenant: str | None) -> dict[str, Any]:
     """Counts over one tenant or all of them."""
     with rt.reading() as conn:
-        return rt.sql.stats(conn, tenant)
+        return rt.sql.inspect.stats(conn, tenant)

@@ -25,8 +25,9 @@ from mnemonia.runtime import NEAR_LINKS, CueIndex, EntityIndex, Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
+from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
-from mnemonia.store.repository import Connection, SqlCondition
+from mnemonia.store.statements import SqlCondition
 from mnemonia.validation import embed_text, row_embed_text, row_speaker
 
 __all__ = ["Candidates", "RecallRequest", "SeedInfo", "final_score", "recall"]
@@ -190,12 +191,12 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
     cfg = rt.config
     with rt.reading() as conn:
         kq = keyword_query(rt, conn, req.tenant, qtok, _tenant_size(rt, conn, req.tenant))
-        hits = rt.sql.keyword_search(
+        hits = rt.sql.keywords.keyword_search(
             conn, req.tenant, kq.search,
             cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
             max_postings=cfg.keyword_postings, docs=kq.docs)
-        rows = rt.sql.rows(conn, req.tenant, [i for i, _ in hits], edges=True,
-                           where=req.where, kept=True) if hits else {}
+        rows = rt.sql.memories.rows(conn, req.tenant, [i for i, _ in hits], edges=True,
+                                    where=req.where, kept=True) if hits else {}
         shown = [i for i, _ in hits
                  if i in rows and visible(rows[i], req.topic, req.include_superseded)]
         # the Python work first, the vectors' read (which releases the GIL) last: the query
@@ -246,8 +247,8 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
     c = Candidates(rows=dict(side.rows), exact=exact)
     n_dense, got = dense
     while True:
-        c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
-                                  edges=True, where=req.where, kept=True))
+        c.rows.update(rt.sql.memories.rows(conn, req.tenant, [i for i in got if i not in c.rows],
+                                           edges=True, where=req.where, kept=True))
         shown = [i for i in got
                  if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
         if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
@@ -283,7 +284,7 @@ def _prefiltered(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     tenant to find enough. ``None`` when more match (widening then finds them soon)."""
     if req.where is None:
         return None
-    ids = rt.sql.matching_ids(conn, req.tenant, req.where, PREFILTER_LIMIT + 1)
+    ids = rt.sql.items.matching_ids(conn, req.tenant, req.where, PREFILTER_LIMIT + 1)
     if len(ids) > PREFILTER_LIMIT:
         return None
     cosines = _cosines(rt, conn, col, qvec, ids, c.exact)
@@ -292,8 +293,8 @@ def _prefiltered(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
         return {}
     sims = np.array([cosines[i] for i in order])
     got = {order[j]: float(sims[j]) for j in np.argsort(-sims, kind="stable")[:n]}
-    c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in got if i not in c.rows],
-                              edges=True, where=req.where, kept=True))
+    c.rows.update(rt.sql.memories.rows(conn, req.tenant, [i for i in got if i not in c.rows],
+                                       edges=True, where=req.where, kept=True))
     return got
 
 
@@ -378,7 +379,7 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
     def read(ask: list[str]) -> dict[str, tuple[str, ...]]:
         got: dict[str, set[str]] = {m: set() for m in ask}
         linked = [m for m in ask if m not in rows or rows[m].has_edges]
-        for src, dst, _, _ in rt.sql.typed_links(conn, req.tenant, linked, ("follows",)) \
+        for src, dst, _, _ in rt.sql.graph.typed_links(conn, req.tenant, linked, ("follows",)) \
                 if linked else ():
             if src in got:
                 got[src].add(dst)
@@ -422,7 +423,7 @@ def _whole_tenant(rt: Runtime, conn: Connection, tenant: str, kind: str,
     :meth:`Runtime.links_of`."""
     if rt.kept_links(tenant, kind) or _tenant_size(rt, conn, tenant) > WHOLE_TENANT_LINKS:
         return
-    ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"])]
+    ids = [r[0] for r in rt.sql.memories.active_rows(conn, tenant, ["id"])]
     if ids:
         rt.links_of(tenant, kind, ids, read)
 
@@ -447,8 +448,8 @@ def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: 
     sources = heapq.nsmallest(CONTEXT_SOURCES, [(-i.fused, m) for m, i in c.info.items()])
     new = sorted({n for _, m in sources for n in around.get(m, ())} - set(c.info))
     if new:
-        c.rows.update(rt.sql.rows(conn, req.tenant, [i for i in new if i not in c.rows],
-                                  edges=True, kept=True))
+        c.rows.update(rt.sql.memories.rows(conn, req.tenant, [i for i in new if i not in c.rows],
+                                           edges=True, kept=True))
         new = [i for i in new if i in c.rows
                and visible(c.rows[i], req.topic, req.include_superseded)]
         c.cos.update(_cosines(rt, conn, col, qvec, [i for i in new if i not in c.cos],
@@ -516,7 +517,7 @@ def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec:
         type_weights=rt.type_weights or None, topics=spreader.topics, query_topic=req.topic,
         cross_topic_penalty=cfg.cross_topic_penalty, max_frontier=cfg.spread_frontier)
     if req.entity is not None:
-        linked = rt.sql.entity_members(conn, req.tenant, req.entity)
+        linked = rt.sql.graph.entity_members(conn, req.tenant, req.entity)
         c.activations = {m: a for m, a in c.activations.items() if m in linked}
     return c
 
@@ -527,7 +528,7 @@ def _tenant_size(rt: Runtime, conn: Connection, tenant: str) -> int:
     entity index."""
     idx = entity_index(rt, conn, tenant)
     if idx.active is None:
-        idx.active = rt.sql.active_count(conn, tenant)
+        idx.active = rt.sql.memories.active_count(conn, tenant)
     return idx.active
 
 
@@ -537,7 +538,7 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     if idx is not None:
         return idx
     epoch = rt.index_epoch(tenant)
-    rows = rt.sql.entity_counts(conn, tenant)
+    rows = rt.sql.graph.entity_counts(conn, tenant)
     names = [r[0] for r in rows]
     labels = [ent.entity_label(n) for n in names]
     df = {r[0]: int(r[1]) for r in rows}
@@ -587,7 +588,7 @@ def _weighted_entities(rt: Runtime, conn: Connection, tenant: str, idx: EntityIn
                        ) -> list[tuple[float, str, float, float]]:
     """``(s*weight, name, s, weight)`` of the entities worth reading, strongest first."""
     if idx.active is None:
-        idx.active = rt.sql.active_count(conn, tenant)
+        idx.active = rt.sql.memories.active_count(conn, tenant)
     total = max(1, idx.active)
     weighted = []
     for name, s in strength.items():
@@ -638,12 +639,12 @@ def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     name, s, weight = entity
     # only memories important enough for their boost to reach the bound
     least = bound / (0.8 * s * weight)
-    linked = rt.sql.entity_members_by_importance(conn, req.tenant, name, least,
-                                                 cfg.entity_fanout * ENTITY_POOL)
+    linked = rt.sql.graph.entity_members_by_importance(conn, req.tenant, name, least,
+                                                       cfg.entity_fanout * ENTITY_POOL)
     new = [i for i in linked if i not in c.rows]
     if new:
-        c.rows.update(rt.sql.rows(conn, req.tenant, new, edges=True, where=req.where,
-                                  kept=True))
+        c.rows.update(rt.sql.memories.rows(conn, req.tenant, new, edges=True, where=req.where,
+                                           kept=True))
     linked = [i for i in linked
               if i in c.rows and visible(c.rows[i], req.topic, req.include_superseded)]
     need = [i for i in linked if i not in c.cos]
@@ -759,8 +760,8 @@ class _Spreader:
         edges = self._choose(self._spread_lists(frontier), level)
         new = [i for i in {e.dst for e in edges} | {e.src for e in edges} if i not in rows]
         if new:
-            rows.update(self.rt.sql.rows(self.conn, self.req.tenant, new, edges=True, kept=True,
-                                         where=self.req.where))
+            rows.update(self.rt.sql.memories.rows(self.conn, self.req.tenant, new, edges=True,
+                                                  kept=True, where=self.req.where))
             self.topics.update({i: rows[i].topic for i in new if i in rows})
         # Another topic does not stop spreading: the target is reached at x cross_topic_penalty
         # (scoring.activation.spread reads the topics).
@@ -771,7 +772,7 @@ class _Spreader:
 
     def _spread_lists(self, frontier: set[str]) -> dict[str, tuple[Any, ...]]:
         """``{id: what it spreads along}`` for ``frontier``: its edges of a spreading type
-        (``SideStore.edges_around``: those leaving it, and the strongest of the symmetric
+        (``Graph.edges_around``: those leaving it, and the strongest of the symmetric
         types that point at it), strongest first, as ``(-weight, other end, type, src,
         strength)``. Each memory's are read once and kept (:meth:`Runtime.links_of`) until a
         write that changes them."""
@@ -779,7 +780,7 @@ class _Spreader:
 
         def read(ask: list[str]) -> dict[str, tuple[Any, ...]]:
             got: dict[str, list[Any]] = {m: [] for m in ask}
-            for src, dst, rtype, strength, incoming in self.rt.sql.edges_around(
+            for src, dst, rtype, strength, incoming in self.rt.sql.graph.edges_around(
                     self.conn, self.req.tenant, ask, self.symmetric, EDGES_PER_SOURCE):
                 tw = type_weight.get(rtype)
                 if tw is None:
@@ -945,8 +946,8 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
                    [i for i in ids if getattr(c.rows[i], "has_edges", True)])
     others = {o for contra, sup in links.values() for o in (*contra, *sup)}
     others |= {c.rows[i].superseded_by for i in ids if c.rows[i].superseded_by}
-    summaries = {o: summary(r.text) for o, r in rt.sql.rows(conn, req.tenant, sorted(others),
-                                                             kept=True).items()} if others else {}
+    summaries = {o: summary(r.text) for o, r in rt.sql.memories.rows(
+        conn, req.tenant, sorted(others), kept=True).items()} if others else {}
     hits = []
     for score, mid, a in ranked:
         r = c.rows[mid]
@@ -958,7 +959,7 @@ def _hits(rt: Runtime, conn: Connection, req: RecallRequest,
                       for o in group) if contra or sup or r.superseded_by else ()
         exp = _explanation(rt, req, r, a, c.info.get(mid), score, named, c.logits.get(mid),
                            c.cues.uses.get(mid, 0) if c.cues is not None else 0)
-        hits.append(Hit(memory=rt.sql.to_memory(r), score=score, explanation=exp,
+        hits.append(Hit(memory=rt.sql.memories.to_memory(r), score=score, explanation=exp,
                         contradictions=contra, supersedes=sup, superseded_by=r.superseded_by))
     return hits
 
@@ -979,7 +980,7 @@ def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
     def read(ask: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
         contra: dict[str, set[str]] = {m: set() for m in ask}
         sup: dict[str, set[str]] = {m: set() for m in ask}
-        for src, dst, rtype, _ in rt.sql.typed_links(conn, tenant, ask, HIDDEN_RELATIONS):
+        for src, dst, rtype, _ in rt.sql.graph.typed_links(conn, tenant, ask, HIDDEN_RELATIONS):
             if rtype == "contradicts":
                 for one, other in ((src, dst), (dst, src)):
                     if one in contra:
@@ -1007,8 +1008,8 @@ def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     (the composite priority: importance, recency, access, retention)."""
     w = weights(rt.config)
     with rt.reading() as conn:
-        ids = sorted(rt.sql.entity_members(conn, req.tenant, req.entity or ""))
-        c = Candidates(rows=rt.sql.rows(conn, req.tenant, ids, where=req.where))
+        ids = sorted(rt.sql.graph.entity_members(conn, req.tenant, req.entity or ""))
+        c = Candidates(rows=rt.sql.memories.rows(conn, req.tenant, ids, where=req.where))
         shown = {i: r for i, r in c.rows.items() if visible(r, req.topic, req.include_superseded)}
         ranked = sorted(((priority_of(rt.config, r, req.now, w), i) for i, r in shown.items()
                          if r.consolidated_into not in shown), key=lambda t: (-t[0], t[1]))
@@ -1027,7 +1028,7 @@ def _touch(rt: Runtime, req: RecallRequest, hits: list[Hit]) -> None:
         rt.note_queries(req.tenant, [h.memory.id for h in hits], req.query)
     accessed = [(h.memory.id, h.score) for h in hits]
     at = to_ts(req.now)
-    rt.sql.defer(lambda conn: rt.sql.record_access(
+    rt.sql.defer(lambda conn: rt.sql.events.record_access(
         conn, req.tenant, accessed, k=req.k, user_id=req.user_id, at=at,
         growth=cfg.stability_growth, cap=cfg.stability_cap),
         what=f"recording the accesses of a recall on tenant {req.tenant!r}",

@@ -27,8 +27,9 @@ from mnemonia import entities as ent
 from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, QueryCache, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
+from mnemonia.store.database import Connection
 from mnemonia.store.lease import WriterLease, new_holder
-from mnemonia.store.repository import Connection, SideStore
+from mnemonia.store.repository import SideStore
 from mnemonia.store.rowcache import split_kept
 from mnemonia.store.vector import VectorIndex
 
@@ -317,7 +318,7 @@ class Runtime:
                                            dimension=self.embedder.dimension, create=True)
         if tenant not in self.known_tenants:
             with self.reading() as conn:
-                if not self.sql.has_collection(conn, tenant):
+                if not self.sql.collections.has_collection(conn, tenant):
                     return None
             self.known_tenants.add(tenant)
         return self.vectors.collection(tenant, model=self.embedder.name, dimension=0,
@@ -327,7 +328,8 @@ class Runtime:
                           ) -> dict[str, np.ndarray]:
         """Vectors of ``ids``: from the side-store, and from Chroma for memories stored
         before the side-store kept vectors."""
-        out = {i: np.frombuffer(b, dtype="<f4") for i, b in self.sql.vectors_get(conn, ids).items()}
+        out = {i: np.frombuffer(b, dtype="<f4")
+               for i, b in self.sql.vectors.vectors_get(conn, ids).items()}
         missing = [i for i in ids if i not in out]
         if missing and col is not None:
             out.update(self.vectors.get_vectors(col, missing))
@@ -466,4 +468,4 @@ class Runtime:
 
     def tenants(self) -> list[str]:
         with self.reading() as conn:
-            return self.sql.tenants(conn)
+            return self.sql.collections.tenants(conn)

@@ -49,8 +49,8 @@ def test_recall_returns_before_its_accesses_are_written_and_reads_wait_for_them(
         tmp_path: Path, clock: ManualClock) -> None:
     with _open(tmp_path / "store", clock) as engine:
         bees = _fill(engine)
-        gate = _Gate(engine.runtime.sql.record_access)
-        engine.runtime.sql.record_access = gate  # type: ignore[method-assign]
+        gate = _Gate(engine.runtime.sql.events.record_access)
+        engine.runtime.sql.events.record_access = gate  # type: ignore[method-assign]
         hits = engine.recall("bees in the garden", tenant="t", k=1)
         # the answer is here while its write is still held on the writer thread
         assert [h.memory.id for h in hits.memories] == [bees]
@@ -70,12 +70,12 @@ def test_a_failed_access_write_is_logged_and_later_ones_still_land(
         tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     with _open(tmp_path / "store", clock) as engine:
         bees = _fill(engine)
-        inner = engine.runtime.sql.record_access
+        inner = engine.runtime.sql.events.record_access
 
         def broken(*args: Any, **kwargs: Any) -> None:
             raise RuntimeError("disk full")
 
-        engine.runtime.sql.record_access = broken  # type: ignore[method-assign]
+        engine.runtime.sql.events.record_access = broken  # type: ignore[method-assign]
         with caplog.at_level(logging.WARNING, logger="mnemonia"):
             engine.recall("bees in the garden", tenant="t", k=1)
             assert engine.get(bees, tenant="t").access_count == 0  # rolled back
@@ -84,7 +84,7 @@ def test_a_failed_access_write_is_logged_and_later_ones_still_land(
         assert "tenant 't'" in warned[0].getMessage()
         assert "failed and was not written" in warned[0].getMessage()
         assert "disk full" in str(warned[0].exc_info[1])  # type: ignore[index]
-        engine.runtime.sql.record_access = inner  # type: ignore[method-assign]
+        engine.runtime.sql.events.record_access = inner  # type: ignore[method-assign]
         engine.recall("bees in the garden", tenant="t", k=1)
         assert engine.get(bees, tenant="t").access_count == 1
 
@@ -93,15 +93,15 @@ def test_closing_the_engine_finishes_the_pending_access_writes(
         tmp_path: Path, clock: ManualClock) -> None:
     engine = _open(tmp_path / "store", clock)
     bees = _fill(engine)
-    gate = _Gate(engine.runtime.sql.record_access)
-    engine.runtime.sql.record_access = gate  # type: ignore[method-assign]
+    gate = _Gate(engine.runtime.sql.events.record_access)
+    engine.runtime.sql.events.record_access = gate  # type: ignore[method-assign]
     engine.recall("bees in the garden", tenant="t", k=1)
     threading.Timer(0.2, gate.release.set).start()
     engine.close()
     assert gate.written.is_set()
     with _open(tmp_path / "store", clock) as again:
         assert again.get(bees, tenant="t").access_count == 1
-        log = again.runtime.sql.access_ranks  # the access log row is there too
+        log = again.runtime.sql.events.access_ranks  # the access log row is there too
         with again.runtime.reading() as conn:
             assert [(m, rank) for m, rank, _ in log(conn, "t", [bees], float("inf"))] == \
                 [(bees, 1)]

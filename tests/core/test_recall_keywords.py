@@ -306,13 +306,13 @@ def test_the_keyword_side_runs_beside_the_query_embedding(tmp_path: Path,
                            embedder=embedder) as engine:
         _session(engine, clock)
         threads: list[str] = []
-        search = engine.sql.keyword_search
+        search = engine.sql.keywords.keyword_search
 
         def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
             threads.append(threading.current_thread().name)
             return search(*args, **kwargs)
 
-        engine.runtime.sql.keyword_search = watched  # type: ignore[method-assign]
+        engine.runtime.sql.keywords.keyword_search = watched  # type: ignore[method-assign]
         first = engine.recall("favourite food pizza", tenant="t", k=5, min_activation=0,
                               touch=False)
         again = engine.recall("favourite food pizza", tenant="t", k=5, min_activation=0,
@@ -333,7 +333,7 @@ def test_the_keyword_side_runs_beside_the_query_embedding(tmp_path: Path,
         def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
             raise RuntimeError("the keyword index is gone")
 
-        engine.runtime.sql.keyword_search = broken  # type: ignore[method-assign]
+        engine.runtime.sql.keywords.keyword_search = broken  # type: ignore[method-assign]
         with pytest.raises(RuntimeError, match="the keyword index is gone"):
             engine.recall("another new question", tenant="t", touch=False)
     with pytest.raises(StoreError, match="closed"):

@@ -175,7 +175,7 @@ def test_an_add_during_an_entity_index_build_is_not_lost(engine: MemoryEngine) -
     next write. Here the add lands exactly between the index's read and its caching."""
     rt = engine.runtime
     engine.add("Ravi repairs bicycles", tenant="e", entities=["person:ravi"])
-    real_counts = rt.sql.entity_counts
+    real_counts = rt.sql.graph.entity_counts
     added: list[str] = []
 
     def counts_then_an_add(conn: Any, tenant: str) -> Any:
@@ -185,11 +185,11 @@ def test_an_add_during_an_entity_index_build_is_not_lost(engine: MemoryEngine) -
                                     entities=["person:noor"]).id)
         return rows
 
-    rt.sql.entity_counts = counts_then_an_add  # type: ignore[method-assign]
+    rt.sql.graph.entity_counts = counts_then_an_add  # type: ignore[method-assign]
     try:
         engine.recall("who repairs bicycles", tenant="e", touch=False)
     finally:
-        rt.sql.entity_counts = real_counts  # type: ignore[method-assign]
+        rt.sql.graph.entity_counts = real_counts  # type: ignore[method-assign]
     assert added
     with rt.reading() as conn:
         assert "person:noor" in entity_index(rt, conn, "e").names

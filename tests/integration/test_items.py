@@ -21,7 +21,7 @@ from mnemonia import items as items_mod
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import InvalidInputError
 from mnemonia.models import ItemWrite
-from mnemonia.store import repository
+from mnemonia.store import database, item_index
 from mnemonia.store.schema import ITEM_KEY, item_labels, item_path, item_tenant
 
 from tests.conftest import START
@@ -255,13 +255,13 @@ def test_item_reads_use_the_indexes_and_a_limit(engine: MemoryEngine, clock: Man
                           for j in range(3)])
         clock.advance(timedelta(seconds=1))
     seen: list[tuple[str, tuple[Any, ...]]] = []
-    fetch = repository.SideStore.fetch
+    fetch = database.Database.fetch
 
     def spy(self: Any, conn: Any, statement: str, params: Any = (), **kw: Any) -> Any:
         seen.append((statement, tuple(params)))
         return fetch(self, conn, statement, params, **kw)
 
-    monkeypatch.setattr(repository.SideStore, "fetch", spy)
+    monkeypatch.setattr(database.Database, "fetch", spy)
     page = engine.items.search(("n1",), filter={"odd": 1}, limit=3, offset=2)
     assert [i.value["i"] for i in page] == [35, 33, 31]  # last updated first
     assert engine.items.namespaces(limit=2) == [("n0",), ("n1",)]
@@ -350,14 +350,14 @@ def test_a_filtered_query_search_fills_the_page_however_selective_the_filter(
                                 text=f"garden note {i} about tomatoes and basil")
                       for i in range(600)])
     calls: list[int] = []
-    matching = repository.SideStore.matching_ids
+    matching = item_index.ItemIndex.matching_ids
 
     def spy(self: Any, conn: Any, tenant: str, where: Any, limit: int) -> list[str]:
         out = matching(self, conn, tenant, where, limit)
         calls.append(len(out))
         return out
 
-    monkeypatch.setattr(repository.SideStore, "matching_ids", spy)
+    monkeypatch.setattr(item_index.ItemIndex, "matching_ids", spy)
     some = engine.items.search(("w",), query="garden tomatoes", filter={"bucket": 3},
                                limit=8, touch=False)
     assert len(some) == 8 and all(i.value["bucket"] == 3 for i in some)

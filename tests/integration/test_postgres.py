@@ -144,7 +144,7 @@ class TestPostgres(EngineContract):
     def test_keyword_index_is_postgres_full_text(self, eng: MemoryEngine) -> None:
         m = eng.add("The invoice number is ZX-4471", tenant="kw")
         with eng.sql.connect() as conn:
-            hits = eng.sql.keyword_search(conn, "kw", ["invoice"], 5)
+            hits = eng.sql.keywords.keyword_search(conn, "kw", ["invoice"], 5)
         assert [h[0] for h in hits] == [m.id]
 
     def test_doctor_reports_the_keyword_index_as_not_applicable(self, eng: MemoryEngine,
@@ -242,12 +242,12 @@ def test_two_processes_run_each_job_one_at_a_time_through_a_lease(
         mine = Scheduler(eng, intervals=only)
         assert mine.run_pending() == {}  # consolidation is running in the other process
         assert mine.runs["consolidate"] == 0
-        assert eng.sql.lease_holder("consolidate", now=time.time()) not in (None, mine.holder)
+        assert eng.sql.kv.lease_holder("consolidate", now=time.time()) not in (None, mine.holder)
         out, err = holder.communicate(timeout=120)
         assert holder.returncode == 0, err[-3000:]
         assert out.strip().splitlines()[-1] == "ran ['consolidate'] 1"
         assert eng.stats("ops")["by_kind"]["concept"] == 1  # made once, by the other process
-        assert eng.sql.lease_holder("consolidate", now=time.time()) is None  # given back
+        assert eng.sql.kv.lease_holder("consolidate", now=time.time()) is None  # given back
         again = Scheduler(eng, intervals=only)
         assert set(again.run_pending()) == {"consolidate"}
 
@@ -257,12 +257,12 @@ def test_two_processes_run_each_job_one_at_a_time_through_a_lease(
              "import os, sys, time\n"
              "from mnemonia.store.repository import SideStore\n"
              "s = SideStore(sys.argv[1])\n"
-             "assert s.acquire_lease('review', 'crashed', now=time.time(), seconds=3)\n"
+             "assert s.kv.acquire_lease('review', 'crashed', now=time.time(), seconds=3)\n"
              "os.kill(os.getpid(), 9)\n", sql_url], capture_output=True, text=True, check=False)
         assert crash.returncode == -9
-        assert not eng.sql.acquire_lease("review", "survivor", now=time.time(), seconds=60)
+        assert not eng.sql.kv.acquire_lease("review", "survivor", now=time.time(), seconds=60)
         time.sleep(3.2)
-        assert eng.sql.acquire_lease("review", "survivor", now=time.time(), seconds=60)
+        assert eng.sql.kv.acquire_lease("review", "survivor", now=time.time(), seconds=60)
     finally:
         eng.close()
 

@@ -80,7 +80,7 @@ def test_a_word_first_asked_for_in_vain_is_found_once_a_memory_has_it(tmp_path: 
 
         def counts() -> dict[str, int]:
             with engine.runtime.reading() as conn:
-                return engine.sql.term_docs(conn, "t", ["zebra", "cat"], kept=True)
+                return engine.sql.keywords.term_docs(conn, "t", ["zebra", "cat"], kept=True)
 
         engine.recall("zebra cat", tenant="t", touch=False)  # no memory has "zebra": kept as 0
         assert counts() == {"cat": 1}
@@ -104,7 +104,7 @@ def test_recall_sees_every_write_after_rows_were_kept(tmp_path: Path) -> None:
         cat = ids[2]
         first = _hit(engine, "what is the office cat called", cat)
         assert first is not None and first.memory.access_count == 0
-        cache = engine.sql.row_cache
+        cache = engine.sql.db.row_cache
         assert cache is not None and len(cache) >= len(FACTS)
 
         # a recall's own accesses: only its hits are dropped, and the next recall sees them
@@ -170,7 +170,7 @@ def test_a_store_with_its_own_sql_url_keeps_no_rows(tmp_path: Path) -> None:
     with _open(tmp_path / "s", ManualClock(START), sql_url=url) as engine:
         engine.add(FACTS[0], tenant="t")
         engine.recall("cluster", tenant="t", touch=False)
-        assert engine.sql.row_cache is None
+        assert engine.sql.db.row_cache is None
 
 
 def test_a_turn_added_to_a_session_joins_the_kept_neighbourhoods_two_turns_away(

@@ -13,7 +13,7 @@ from mnemonia.store import sql as S
 def _old_store(path: Path) -> S.SideStore:
     """A side-store as the first release left it: migrations 1-3 only."""
     store = S.SideStore(f"sqlite:///{path}")
-    with store.engine.begin() as conn:
+    with store.db.engine.begin() as conn:
         S.schema_migrations.create(conn)
         for version, name, fn in S.MIGRATIONS[:3]:
             fn(conn)
@@ -24,7 +24,7 @@ def _old_store(path: Path) -> S.SideStore:
 
 def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> None:
     store = _old_store(tmp_path / "old.sqlite3")
-    with store.engine.begin() as conn:
+    with store.db.engine.begin() as conn:
         conn.exec_driver_sql(
             "INSERT INTO memories_fts(body, ttok, memory_id) VALUES (?, ?, ?)",
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
@@ -43,11 +43,11 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
                                                       ("bo", ("cafe", "near", "the", "office")))
                for w in ws}}
         assert "memory_vectors" in tables
-        assert [i for i, _ in store.keyword_search(conn, "ana", ["cafe"], 5)] == ["m1"]
-        assert [i for i, _ in store.keyword_search(conn, "ana", ["café"], 5)] == ["m1"]
-        assert [i for i, _ in store.keyword_search(conn, "bo", ["CAFE"], 5)] == ["m3"]
-        assert [i for i, _ in store.keyword_search(conn, "ana", ["lisbon"], 5)] == ["m2"]
-        assert store.keyword_search(conn, "bo", ["lisbon"], 5) == []
+        assert [i for i, _ in store.keywords.keyword_search(conn, "ana", ["cafe"], 5)] == ["m1"]
+        assert [i for i, _ in store.keywords.keyword_search(conn, "ana", ["café"], 5)] == ["m1"]
+        assert [i for i, _ in store.keywords.keyword_search(conn, "bo", ["CAFE"], 5)] == ["m3"]
+        assert [i for i, _ in store.keywords.keyword_search(conn, "ana", ["lisbon"], 5)] == ["m2"]
+        assert store.keywords.keyword_search(conn, "bo", ["lisbon"], 5) == []
     store.dispose()
 
 
@@ -63,21 +63,22 @@ def test_document_frequencies_are_per_tenant(tmp_path: Path) -> None:
     floods another tenant does not push it out of this tenant's search."""
     store = S.SideStore(f"sqlite:///{tmp_path / 's.sqlite3'}")
     store.setup()
-    with store.engine.begin() as conn:
-        store.fts_insert(conn, [(f"n{i}", "noisy", f"invoice number {i}") for i in range(50)])
-        store.fts_insert(conn, [("q1", "quiet", "the invoice is paid"),
-                                ("q2", "quiet", "paid in full")])
+    with store.db.engine.begin() as conn:
+        store.keywords.fts_insert(conn, [(f"n{i}", "noisy", f"invoice number {i}")
+                                         for i in range(50)])
+        store.keywords.fts_insert(conn, [("q1", "quiet", "the invoice is paid"),
+                                         ("q2", "quiet", "paid in full")])
     with store.connect() as conn:
-        hits = store.keyword_search(conn, "quiet", ["invoice", "paid"], 5, max_postings=3)
+        hits = store.keywords.keyword_search(conn, "quiet", ["invoice", "paid"], 5, max_postings=3)
         assert [i for i, _ in hits] == ["q1", "q2"]
-        noisy = store.keyword_search(conn, "noisy", ["invoice"], 100, max_postings=3)
+        noisy = store.keywords.keyword_search(conn, "noisy", ["invoice"], 100, max_postings=3)
         assert noisy == []  # 50 postings: over the budget, left out
     store.dispose()
 
 
 def _vocab(store: S.SideStore) -> dict[str, int]:
     """Document frequencies counted from the index itself (fts5vocab walks the postings)."""
-    with store.engine.begin() as conn:
+    with store.db.engine.begin() as conn:
         conn.exec_driver_sql("CREATE VIRTUAL TABLE IF NOT EXISTS temp.v "
                              "USING fts5vocab(main, memories_kw, 'row')")
         counted = dict(conn.exec_driver_sql("SELECT term, doc FROM temp.v").fetchall())
@@ -107,7 +108,7 @@ def test_vectors_are_kept_in_the_side_store_and_match_chroma(engine: MemoryEngin
                             {"text": "Ana's bike has a flat tyre"}], tenant="v")
     ids = [m.id for m in mems]
     with engine.sql.connect() as conn:
-        stored = engine.sql.vectors_get(conn, ids)
+        stored = engine.sql.vectors.vectors_get(conn, ids)
     col = engine.vectors.collection("v", model=engine.embedder.name, dimension=0, create=False)
     chroma = engine.vectors.get_vectors(col, ids)
     for i in ids:
@@ -116,12 +117,12 @@ def test_vectors_are_kept_in_the_side_store_and_match_chroma(engine: MemoryEngin
     engine.add_many([{"id": ids[0], "text": "the boiler needs a new pump"}], tenant="v",
                     replace=True)
     with engine.sql.connect() as conn:
-        new = np.frombuffer(engine.sql.vectors_get(conn, [ids[0]])[ids[0]], dtype="<f4")
+        new = np.frombuffer(engine.sql.vectors.vectors_get(conn, [ids[0]])[ids[0]], dtype="<f4")
     np.testing.assert_allclose(new, engine.embedder.embed_documents(
         ["the boiler needs a new pump"])[0], rtol=1e-5, atol=1e-6)
     engine.forget(ids[1], tenant="v", hard=True)
     with engine.sql.connect() as conn:
-        assert set(engine.sql.vectors_get(conn, ids)) == {ids[0]}
+        assert set(engine.sql.vectors.vectors_get(conn, ids)) == {ids[0]}
 
 
 def test_recall_falls_back_to_chroma_for_memories_without_a_stored_vector(

@@ -184,7 +184,7 @@ def test_an_interrupted_run_is_finished_without_a_duplicate(engine: MemoryEngine
     ids = _add_team(engine)
     # what a crash between writing the concept and marking its members leaves behind
     with engine.sql.connect() as conn:
-        rows = engine.sql.rows(conn, "t", ids[:3])
+        rows = engine.sql.memories.rows(conn, "t", ids[:3])
     engine.add_many([mt.concept_item(engine.runtime, "t", ids[:3], rows, None)], tenant="t")
     report = engine.consolidate(tenant="t")
     assert report.concepts_created == 0 and report.members_consolidated == 3

@@ -227,7 +227,7 @@ def test_the_keyword_index_is_checked_and_rebuilt(
     engine = open_store()  # the row counts differ: the open rebuilds the index
     _assert_healthy(engine, EXPECTED)
     with engine.sql.connect() as conn:
-        hits = engine.sql.keyword_search(conn, "bob", ["wifi", "password"], 3)
+        hits = engine.sql.keywords.keyword_search(conn, "bob", ["wifi", "password"], 3)
         bodies = [r[0] for r in conn.exec_driver_sql("SELECT body FROM memories_kw")]
         df = dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").fetchall())
     assert hits[0][0] == ids[FACTS[3]]

@@ -119,8 +119,8 @@ def test_a_commit_that_cannot_be_made_or_undone_is_outcome_unknown_and_a_retry_i
     def down(*_: Any, **__: Any) -> Any:
         raise StoreUnavailableError("the SQL store stopped answering (injected)")
 
-    monkeypatch.setattr(sql, "mark_committed", down)
-    monkeypatch.setattr(sql, "mark_deleting", down)
+    monkeypatch.setattr(sql.memories, "mark_committed", down)
+    monkeypatch.setattr(sql.memories, "mark_deleting", down)
     with pytest.raises(WriteOutcomeUnknownError) as info:
         eng.add_many([{"text": "kept through the outage", "id": "u-1"},
                       {"text": "and this one too", "id": "u-2"}], tenant="t")
@@ -136,7 +136,7 @@ def test_a_commit_that_cannot_be_made_or_undone_is_outcome_unknown_and_a_retry_i
 def test_a_commit_that_fails_once_is_finished(store: Callable[[], MemoryEngine],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     eng = store()
-    commit = eng.sql.mark_committed
+    commit = eng.sql.memories.mark_committed
     calls: list[int] = []
 
     def once(*args: Any, **kw: Any) -> int:
@@ -145,7 +145,7 @@ def test_a_commit_that_fails_once_is_finished(store: Callable[[], MemoryEngine],
             raise StoreUnavailableError("the SQL store stopped answering (injected)")
         return commit(*args, **kw)
 
-    monkeypatch.setattr(eng.sql, "mark_committed", once)
+    monkeypatch.setattr(eng.sql.memories, "mark_committed", once)
     assert eng.add("finished on the second try", tenant="t", id="f-1").id == "f-1"
     assert len(calls) == 2 and eng.stats("t")["memories"] == 1
 
@@ -158,7 +158,7 @@ def test_a_failed_write_taken_back_means_nothing_stored(store: Callable[[], Memo
     def down(*_: Any, **__: Any) -> Any:
         raise StoreUnavailableError("the SQL store stopped answering (injected)")
 
-    monkeypatch.setattr(eng.sql, "mark_committed", down)
+    monkeypatch.setattr(eng.sql.memories, "mark_committed", down)
     with pytest.raises(StoreUnavailableError) as info:
         eng.add("never stored", tenant="t", id="n-1")
     assert not isinstance(info.value, WriteOutcomeUnknownError)
@@ -175,8 +175,8 @@ def test_a_half_done_write_not_retried_is_finished_at_close(
     def down(*_: Any, **__: Any) -> Any:
         raise StoreUnavailableError("the SQL store stopped answering (injected)")
 
-    monkeypatch.setattr(eng.sql, "mark_committed", down)
-    monkeypatch.setattr(eng.sql, "mark_deleting", down)
+    monkeypatch.setattr(eng.sql.memories, "mark_committed", down)
+    monkeypatch.setattr(eng.sql.memories, "mark_deleting", down)
     with pytest.raises(WriteOutcomeUnknownError):
         eng.add("left pending", tenant="t", id="p-1")
     monkeypatch.undo()

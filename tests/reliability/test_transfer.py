@@ -235,7 +235,7 @@ def test_format_1_with_another_model_and_reembed(tmp_path: Path) -> None:
         assert e.tenants() == []
         assert e.import_(V1_FILE, reembed=True) == 7
         emb = HashingEmbedder()
-        stored = e.sql.vectors_get(e.sql.engine.connect(), ["a1"])["a1"]
+        stored = e.sql.vectors.vectors_get(e.sql.db.engine.connect(), ["a1"])["a1"]
         import numpy as np
 
         want = emb.embed_documents(['Alice said, "Alice prefers green tea in the morning"'])[0]

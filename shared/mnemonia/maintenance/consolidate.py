@@ -24,7 +24,7 @@ from mnemonia.maintenance.reports import ConsolidationReport
 from mnemonia.runtime import Runtime, Summariser
 from mnemonia.scoring import consolidation as cons
 from mnemonia.scoring import reevaluation as reeval
-from mnemonia.store.repository import chunks
+from mnemonia.store.statements import chunks
 from mnemonia.validation import prepare_many
 
 __all__ = ["LSH_RECALL_AT_THRESHOLD", "MINHASH_PERMUTATIONS", "MINHASH_SEED", "concept_id",
@@ -255,7 +255,7 @@ def consolidate(rt: Runtime, *, tenant: str,
         raise InvalidInputError(f"summariser={shown(summariser)}: must be a callable texts -> text")
     now = rt.now()
     with rt.reading() as conn:
-        rows = rt.sql.active_rows(conn, tenant, (
+        rows = rt.sql.memories.active_rows(conn, tenant, (
             "id", "text", "importance", "created_at", "accessed_at", "access_count",
             "stability", "state", "topic", "entities", "kind"),
             unconsolidated=True, not_kind="concept")
@@ -320,11 +320,11 @@ def _mark_group(rt: Runtime, tenant: str, group: list[str], cid: str, free: list
                 concept: Any, rows: Mapping[str, Any], nowts: float, w: _Marking) -> None:
     w.marks += [{"b_id": mid, "consolidated_into": cid} for mid in free]
     w.marked += len(free)
-    w.events += [rt.sql.event_row(tenant, mid, "consolidated", nowts,
-                                  {"consolidated_into": None}, {"consolidated_into": cid})
+    w.events += [rt.sql.events.event_row(tenant, mid, "consolidated", nowts,
+                                         {"consolidated_into": None}, {"consolidated_into": cid})
                  for mid in free]
-    w.events.append(rt.sql.event_row(tenant, cid, "consolidated", nowts, None,
-                                     {"members": free[:LISTED_MEMBERS], "count": len(free)}))
+    w.events.append(rt.sql.events.event_row(tenant, cid, "consolidated", nowts, None,
+                                            {"members": free[:LISTED_MEMBERS], "count": len(free)}))
     w.edges.update({(mid, cid, "part_of"): 1.0 for mid in free})
     # A concept stands for its members: at least the highest state among them.
     top = max((rows[i].state for i in group), key=reeval.state_rank)
@@ -342,7 +342,7 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
     cids = [concept_id(tenant, g) for g in groups]
     with rt.reading() as conn:
         # A concept id is derived from its members: one left by an interrupted run is reused.
-        existing = set(rt.sql.select_ids(conn, cids, committed=True))
+        existing = set(rt.sql.memories.select_ids(conn, cids, committed=True))
     new_items = [concept_item(rt, tenant, g, rows, summariser)
                  for g, cid in zip(groups, cids, strict=True) if cid not in existing]
     if new_items:
@@ -351,20 +351,20 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
     nowts = to_ts(rt.now())
     w = _Marking()
     with rt.writing() as conn:
-        states = rt.sql.columns_of(conn, cids, ("state", "enriched_at"))
-        still = set(rt.sql.select_ids(conn, [i for g in groups for i in g],
-                                      consolidated=False, deleted=False))
+        states = rt.sql.memories.columns_of(conn, cids, ("state", "enriched_at"))
+        still = set(rt.sql.memories.select_ids(conn, [i for g in groups for i in g],
+                                               consolidated=False, deleted=False))
         for group, cid in zip(groups, cids, strict=True):
             free = [i for i in group if i in still]  # group order: seed first
             if cid not in states or not free:
                 continue
             still.difference_update(free)
             _mark_group(rt, tenant, group, cid, free, states[cid], rows, nowts, w)
-        rt.sql.update_each(conn, w.marks, ("consolidated_into",))
-        rt.sql.update_each(conn, w.raised, ("state",))
+        rt.sql.memories.update_each(conn, w.marks, ("consolidated_into",))
+        rt.sql.memories.update_each(conn, w.raised, ("state",))
         rt.links_written(tenant, {m for src, dst, _ in w.edges for m in (src, dst)})
-        rt.sql.insert_edges(conn, tenant, w.edges, nowts)
-        rt.sql.insert_events(conn, w.events)
+        rt.sql.graph.insert_edges(conn, tenant, w.edges, nowts)
+        rt.sql.events.insert_events(conn, w.events)
     if w.to_enrich:
         ingest.enrich_ids(rt, tenant, w.to_enrich)
     rt.forget_entities(tenant)

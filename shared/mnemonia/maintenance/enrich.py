@@ -21,10 +21,10 @@ def enrich(rt: Runtime, *, tenant: str) -> EnrichmentReport:
     yet gets entities, automatic relations and its SM-2 schedule. ``skipped`` never does."""
     rt.check_open()
     with rt.reading() as conn:
-        pending = rt.sql.unenriched(conn, tenant, reeval.SKIPPED)
+        pending = rt.sql.memories.unenriched(conn, tenant, reeval.SKIPPED)
     added = ingest.enrich_ids(rt, tenant, pending)
     with rt.reading() as conn:
-        left = len(rt.sql.select_ids(conn, pending, enriched=False))
+        left = len(rt.sql.memories.select_ids(conn, pending, enriched=False))
     report = EnrichmentReport(tenant=tenant, pending=len(pending),
                               enriched=len(pending) - left, relations_added=added)
     log.info("enrich tenant=%s pending=%d enriched=%d relations_added=%d", tenant,

@@ -58,9 +58,9 @@ def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
                  ) -> list[str]:
     nowts = to_ts(now)
     with rt.writing() as conn:
-        keep = set(rt.sql.soft_delete(conn, chosen, nowts))
+        keep = set(rt.sql.memories.soft_delete(conn, chosen, nowts))
         chosen = [i for i in chosen if i in keep]
-        rt.sql.insert_events(conn, [rt.sql.event_row(
+        rt.sql.events.insert_events(conn, [rt.sql.events.event_row(
             tenant, i, "evicted", nowts,
             {"deleted_at": None, "priority": round(by_id[i].priority, 6)},
             {"deleted_at": now.isoformat(), "reason": reason}) for i in chosen])
@@ -101,7 +101,7 @@ def eviction_order(rt: Runtime, *, tenant: str, limit: int
     rt.check_open()
     now = rt.now()
     with rt.reading() as conn:
-        rows = rt.sql.active_rows(conn, tenant, _COLUMNS)
+        rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS)
     data = columns(rows)
     picked = _choose(rt, tenant, rows, data, _protected(rows, data), min(limit, len(rows)),
                      now) if rows and limit > 0 else []
@@ -124,7 +124,7 @@ def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
     boolean(force, "force")
     now = rt.now()
     with rt.reading() as conn:
-        rows = rt.sql.active_rows(conn, tenant, _COLUMNS)
+        rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS)
     active = len(rows)
     allowed, reason = _allowed(rt, active, force)
     data = columns(rows)

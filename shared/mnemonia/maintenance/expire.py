@@ -28,7 +28,7 @@ def expire(rt: Runtime) -> ExpiryReport:
     tenants: set[str] = set()
     while True:
         with rt.reading() as conn:
-            found = rt.sql.expired_items(conn, now, SWEEP_BATCH)
+            found = rt.sql.items.expired_items(conn, now, SWEEP_BATCH)
         by_tenant: dict[str, list[str]] = {}
         for memory_id, tenant in found:
             by_tenant.setdefault(tenant, []).append(memory_id)

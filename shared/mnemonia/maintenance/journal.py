@@ -37,14 +37,14 @@ def remember(rt: Runtime, job: str, report: Report, tenant: str | None = None) -
     entry = {"job": job, "tenant": tenant, "at": to_ts(rt.now()),
              "report": _trimmed(report.as_dict())}
     with rt.writing() as conn:
-        rt.sql.kv_set(conn, key, entry)
+        rt.sql.kv.kv_set(conn, key, entry)
 
 
 def last_reports(rt: Runtime, tenant: str | None = None) -> list[dict[str, Any]]:
     """The stored last reports (``job``, ``tenant``, ``at`` seconds, ``report``), newest
     first; with ``tenant``, that tenant's and the cross-tenant ones."""
     with rt.reading() as conn:
-        entries = [v for _, v in rt.sql.kv_items(conn, LAST_REPORT_KEY) if isinstance(v, dict)]
+        entries = [v for _, v in rt.sql.kv.kv_items(conn, LAST_REPORT_KEY) if isinstance(v, dict)]
     if tenant is not None:
         entries = [e for e in entries if e.get("tenant") in (None, tenant)]
     return sorted(entries, key=lambda e: (-float(e.get("at", 0.0)), str(e.get("job")),

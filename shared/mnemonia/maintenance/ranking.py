@@ -14,7 +14,8 @@ import numpy as np
 from mnemonia.clock import from_ts
 from mnemonia.config import MnemoniaConfig
 from mnemonia.scoring import priority as prio
-from mnemonia.store.repository import Connection, SideStore
+from mnemonia.store.database import Connection
+from mnemonia.store.repository import SideStore
 
 __all__ = ["PRIORITY_COLUMNS", "USE_EVENTS", "UseRecord", "columns", "priority_array",
            "priority_of", "shortlist", "use_record", "weights"]
@@ -107,7 +108,7 @@ def use_record(sql: SideStore, conn: Connection, tenant: str) -> UseRecord:
     """Read a tenant's use from its ``used`` and ``feedback`` events (recall's lifecycle
     prior and eviction order both follow it)."""
     out = UseRecord()
-    for mid, event, after in sql.use_events(conn, tenant, USE_EVENTS):
+    for mid, event, after in sql.events.use_events(conn, tenant, USE_EVENTS):
         quality = after.get("quality")
         if event == "feedback" and isinstance(quality, int) and quality <= 2:
             out.fails[mid] = out.fails.get(mid, 0) + 1

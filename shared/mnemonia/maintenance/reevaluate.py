@@ -16,7 +16,8 @@ from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.reports import Promotion, ReevaluationReport
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import reevaluation as reeval
-from mnemonia.store.repository import Connection, SideStore
+from mnemonia.store.database import Connection
+from mnemonia.store.repository import SideStore
 
 __all__ = ["DEFERRED_KEY", "LAST_TICK_KEY", "reevaluate", "window_inputs"]
 
@@ -42,7 +43,7 @@ def window_inputs(repo: SideStore, conn: Connection, start: float, end: float,
     """
     inputs: dict[str, reeval.HeatInputs] = {}
     total = 0
-    for mid, n, users, shares in repo.access_window(conn, start, end, disabled):
+    for mid, n, users, shares in repo.events.access_window(conn, start, end, disabled):
         total += n
         inputs[mid] = reeval.HeatInputs(recalls=n, users=users,
                                         mean_rank_share=min(1.0, max(0.0, shares / n)))
@@ -89,7 +90,7 @@ def _heat(tick: _Tick, mid: str, r: Any, carried: dict[str, Any]) -> None:
 def _gather(rt: Runtime, conn: Connection, now: datetime, disabled: tuple[str, ...]) -> _Tick:
     nowts = to_ts(now)
     window = reeval.DEFAULT_WINDOW
-    last = rt.sql.kv_get(conn, LAST_TICK_KEY)
+    last = rt.sql.kv.kv_get(conn, LAST_TICK_KEY)
     start = nowts - window.total_seconds()
     if last is not None:
         start = max(start, float(last))
@@ -98,9 +99,10 @@ def _gather(rt: Runtime, conn: Connection, now: datetime, disabled: tuple[str, .
     mids = sorted(inputs)
     # Candidates a previous tick had to leave out (cap or cooldown) wait here for their
     # turn, with the heat they had then, for at most one window.
-    carried = {mid: e for mid, e in (rt.sql.kv_get(conn, DEFERRED_KEY) or {}).items()
+    carried = {mid: e for mid, e in (rt.sql.kv.kv_get(conn, DEFERRED_KEY) or {}).items()
                if float(e[2]) > nowts - window.total_seconds() and e[0] not in disabled}
-    mem = rt.sql.columns_of(conn, sorted(set(mids) | set(carried)), _COLUMNS, committed=True)
+    mem = rt.sql.memories.columns_of(conn, sorted(set(mids) | set(carried)), _COLUMNS,
+                                     committed=True)
     for mid in [*mids, *(i for i in sorted(carried) if i not in inputs)]:
         r = mem.get(mid)
         if r is None or r.deleted_at is not None or r.tenant in disabled:
@@ -123,14 +125,14 @@ def _promote(rt: Runtime, conn: Connection, tick: _Tick, chosen: list[reeval.Can
             continue
         promotions.append(Promotion(memory_id=c.memory_id, tenant=c.tenant,
                                     old_state=c.state, new_state=new_state, heat=c.heat))
-        events.append(rt.sql.event_row(c.tenant, c.memory_id, "reevaluation_promoted", nowts,
-                                       {"state": c.state},
-                                       {"state": new_state, "heat": round(c.heat, 6)}))
+        events.append(rt.sql.events.event_row(c.tenant, c.memory_id, "reevaluation_promoted", nowts,
+                                              {"state": c.state},
+                                              {"state": new_state, "heat": round(c.heat, 6)}))
     for p in promotions:
-        rt.sql.update_memory(conn, p.memory_id, state=p.new_state)
-    rt.sql.update_ids(conn, [c.memory_id for c in chosen], last_reevaluated_at=nowts)
-    rt.sql.update_each(conn, tick.counters, ("heat_counter", "heat_at"))
-    rt.sql.insert_events(conn, events)
+        rt.sql.memories.update_memory(conn, p.memory_id, state=p.new_state)
+    rt.sql.memories.update_ids(conn, [c.memory_id for c in chosen], last_reevaluated_at=nowts)
+    rt.sql.memories.update_each(conn, tick.counters, ("heat_counter", "heat_at"))
+    rt.sql.events.insert_events(conn, events)
     return promotions
 
 
@@ -143,7 +145,7 @@ def _enrich_hot(rt: Runtime, promotions: list[Promotion]) -> int:
             hot.setdefault(p.tenant, []).append(p.memory_id)
     for tenant, ids in hot.items():
         with rt.reading() as conn:
-            todo = rt.sql.select_ids(conn, ids, enriched=False)
+            todo = rt.sql.memories.select_ids(conn, ids, enriched=False)
         ingest.enrich_ids(rt, tenant, todo)
         enriched += len(todo)
     return enriched
@@ -176,9 +178,9 @@ def reevaluate(rt: Runtime) -> ReevaluationReport:
         picked = {c.memory_id for c in chosen}
         waiting = {c.memory_id: [c.tenant, c.heat, tick.heat_time[c.memory_id]]
                    for c in tick.candidates if c.memory_id not in picked}
-        rt.sql.kv_set(conn, DEFERRED_KEY, waiting)
+        rt.sql.kv.kv_set(conn, DEFERRED_KEY, waiting)
         promotions = _promote(rt, conn, tick, list(chosen))
-        rt.sql.kv_set(conn, LAST_TICK_KEY, to_ts(now))
+        rt.sql.kv.kv_set(conn, LAST_TICK_KEY, to_ts(now))
     enriched = _enrich_hot(rt, promotions)
     report = ReevaluationReport(
         window_start=from_ts(tick.start), window_end=now, scanned=tick.scanned,

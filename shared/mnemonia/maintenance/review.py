@@ -67,9 +67,9 @@ def due_for_review(rt: Runtime, tenant: str, now: datetime
     """``(SM-2 priority, id, row, state)`` of the enriched, not skipped, not superseded active
     memories due at ``now``, highest priority first (what :func:`review` takes in order)."""
     with rt.reading() as conn:
-        rows = rt.sql.active_rows(conn, tenant, _COLUMNS, enriched=True,
-                                  not_state=reeval.SKIPPED, unsuperseded=True,
-                                  due_by=to_ts(now))
+        rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS, enriched=True,
+                                           not_state=reeval.SKIPPED, unsuperseded=True,
+                                           due_by=to_ts(now))
     ranked: list[tuple[float, str, Any, sm2.SM2State]] = []
     for r in rows:
         state = sm2.SM2State(easiness=float(r.easiness), interval_days=int(r.interval_days),
@@ -91,10 +91,10 @@ def _signals(rt: Runtime, tenant: str, batch: Sequence[tuple[float, str, Any, An
     used: set[str] = set()
     best_rank: dict[str, int] = {}
     with rt.reading() as conn:
-        for mid, at in rt.sql.events_since(conn, tenant, ids, "used"):
+        for mid, at in rt.sql.events.events_since(conn, tenant, ids, "used"):
             if at > since[mid]:
                 used.add(mid)
-        for mid, rank, at in rt.sql.access_ranks(conn, tenant, ids, nowts):
+        for mid, rank, at in rt.sql.events.access_ranks(conn, tenant, ids, nowts):
             if at > since[mid]:
                 best_rank[mid] = min(best_rank.get(mid, rank), int(rank))
     return used, best_rank
@@ -115,7 +115,7 @@ def _review_event(rt: Runtime, tenant: str, mid: str, r: Any, state: sm2.SM2Stat
                   new_state: sm2.SM2State, utility: float, q: int, source: str,
                   nowts: float) -> dict[str, Any]:
     nxt = new_state.next_review
-    return rt.sql.event_row(
+    return rt.sql.events.event_row(
         tenant, mid, "reviewed", nowts,
         {"utility": float(r.utility), "interval_days": state.interval_days,
          "repetitions": state.repetitions, "easiness": state.easiness,
@@ -155,8 +155,8 @@ def review(rt: Runtime, *, tenant: str) -> ReviewReport:
                                     nowts))
     if updates:
         with rt.writing() as conn:
-            rt.sql.update_each(conn, updates, tuple(k for k in updates[0] if k != "b_id"))
-            rt.sql.insert_events(conn, events)
+            rt.sql.memories.update_each(conn, updates, tuple(k for k in updates[0] if k != "b_id"))
+            rt.sql.events.insert_events(conn, events)
     ids = [t[1] for t in batch]
     report = ReviewReport(tenant=tenant, due=len(ranked), reviewed=len(batch),
                           from_use=counts["use"], from_recall=counts["recall"],
@@ -225,7 +225,7 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
     used: list[str] = []
     events: list[dict[str, Any]] = []
     with rt.reading() as conn:
-        rows = rt.sql.rows(conn, tenant, ids)
+        rows = rt.sql.memories.rows(conn, tenant, ids)
     for mid in ids:
         r = rows.get(mid)
         words = content_words(r.text) if r is not None else set()
@@ -237,12 +237,12 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
             used.append(mid)
             cue = recalled_ids.query if isinstance(recalled_ids, RecallResult) \
                 else rt.query_of(tenant, mid)
-            events.append(rt.sql.event_row(tenant, mid, "used", nowts, None,
-                                           {"quality": REACTIVE_USE_QUALITY,
-                                            "overlap": round(share, 3),
-                                            **({"query": cue} if cue else {})}))
+            events.append(rt.sql.events.event_row(tenant, mid, "used", nowts, None,
+                                                  {"quality": REACTIVE_USE_QUALITY,
+                                                   "overlap": round(share, 3),
+                                                   **({"query": cue} if cue else {})}))
     if events:
         with rt.writing() as conn:
-            rt.sql.insert_events(conn, events)
+            rt.sql.events.insert_events(conn, events)
         rt.forget_cues(tenant)
     return used

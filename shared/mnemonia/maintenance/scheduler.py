@@ -181,8 +181,8 @@ class Scheduler:
                 if due is not None and now < due:
                     continue
                 self._next[job] = now + timedelta(seconds=every)
-                if not self._rt.sql.acquire_lease(job, self.holder, now=time.time(),
-                                                  seconds=self._rt.config.maintenance_lease_seconds):
+                if not self._rt.sql.kv.acquire_lease(job, self.holder, now=time.time(),
+                                                     seconds=self._rt.config.maintenance_lease_seconds):
                     log.info("maintenance job %s skipped: another process holds its lease", job,
                              extra={"mnemonia": {"job": job, "skipped": "lease held"}})
                     continue
@@ -196,7 +196,7 @@ class Scheduler:
                                   every)
                     continue
                 finally:
-                    self._rt.sql.release_lease(job, self.holder)
+                    self._rt.sql.kv.release_lease(job, self.holder)
                 self.runs[job] += 1
                 self.last_reports[job] = done[job]
         return done

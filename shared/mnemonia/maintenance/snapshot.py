@@ -31,8 +31,8 @@ def snapshot(rt: Runtime, *, tenant: str, limit: int | None = None) -> str:
         raise InvalidInputError(f"limit={shown(limit)}: must be an integer >= 1")
     now = rt.now()
     with rt.reading() as conn:
-        rows = rt.sql.active_rows(conn, tenant, _COLUMNS, enriched=True,
-                                  not_state=reeval.SKIPPED, unsuperseded=True)
+        rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS, enriched=True,
+                                           not_state=reeval.SKIPPED, unsuperseded=True)
     # A member gives way to its concept when the concept itself qualifies for the snapshot.
     listed = {r.id for r in rows}
     rows = [r for r in rows if r.consolidated_into is None or r.consolidated_into not in listed]

@@ -17,7 +17,8 @@ import time
 import uuid
 
 from mnemonia.errors import StoreError
-from mnemonia.store.repository import WRITER_LEASE, SideStore
+from mnemonia.store.kv import WRITER_LEASE
+from mnemonia.store.repository import SideStore
 
 __all__ = ["WriterLease", "new_holder"]
 
@@ -42,7 +43,7 @@ class WriterLease:
         self._failing = False
 
     def start(self) -> None:
-        self.sql.renew_writer(self.holder, now=time.time(), seconds=self.seconds)
+        self.sql.kv.renew_writer(self.holder, now=time.time(), seconds=self.seconds)
         self._thread = threading.Thread(target=self._run, name="mnemonia-writer-lease",
                                         daemon=True)
         self._thread.start()
@@ -50,7 +51,7 @@ class WriterLease:
     def _run(self) -> None:
         while not self._stop.wait(self.seconds / 4):
             try:
-                self.sql.renew_writer(self.holder, now=time.time(), seconds=self.seconds)
+                self.sql.kv.renew_writer(self.holder, now=time.time(), seconds=self.seconds)
             except StoreError as e:  # an outage: the writes themselves report it
                 if not self._failing:
                     log.warning("could not renew the writer lease %s: %s", self.holder, e)
@@ -67,6 +68,6 @@ class WriterLease:
         if self._thread is not None:
             self._thread.join(timeout=5)
         try:
-            self.sql.release_writer(self.holder)
+            self.sql.kv.release_writer(self.holder)
         except StoreError as e:
             log.info("could not release the writer lease %s (it runs out): %s", self.holder, e)

@@ -4,7 +4,7 @@ side-store with one writing process.
 Recall reads the rows of a few hundred candidates per call; on a tenant asked again and
 again most of them are the same rows, read again. An embedded store has one writing process
 (its folder lock), and every write of that process goes through a transaction of
-:class:`~mnemonia.store.repository.SideStore`, so the process knows when rows can change:
+:class:`~mnemonia.store.database.Database`, so the process knows when rows can change:
 
 - A write transaction that says which memory rows it changes (a recall's accesses: no text,
   relation or keyword changes) drops those rows when it ends; any other write transaction

@@ -74,7 +74,7 @@ class _Out:
 
 def _vector_bytes(rt: Runtime, conn: Any, col: Any, ids: Sequence[str]) -> dict[str, bytes]:
     """The stored float32 bytes of each of ``ids`` (side-store first, then Chroma)."""
-    out = rt.sql.vectors_get(conn, ids)
+    out = rt.sql.vectors.vectors_get(conn, ids)
     missing = [i for i in ids if i not in out]
     if missing and col is not None:
         out.update((i, np.asarray(v, dtype="<f4").tobytes())
@@ -87,7 +87,7 @@ def _vector_bytes(rt: Runtime, conn: Any, col: Any, ids: Sequence[str]) -> dict[
 
 
 def _export_tenant(rt: Runtime, conn: Any, out: _Out, tenant: str, with_vectors: bool) -> None:
-    coll = rt.sql.collection_row(conn, tenant)
+    coll = rt.sql.collections.collection_row(conn, tenant)
     if coll is None:
         return
     out.put({"type": "tenant", "tenant": tenant, "embedding_model": coll.embedding_model,
@@ -95,9 +95,9 @@ def _export_tenant(rt: Runtime, conn: Any, out: _Out, tenant: str, with_vectors:
              "next_seq": coll.next_seq})
     col = rt.collection(tenant, create=False) if with_vectors else None
     after: tuple[int, str] | None = None
-    while rows := rt.sql.memory_page(conn, tenant, after, fmt.BATCH):
+    while rows := rt.sql.staging.memory_page(conn, tenant, after, fmt.BATCH):
         ids = [r.id for r in rows]
-        links = rt.sql.entity_links(conn, ids)
+        links = rt.sql.graph.entity_links(conn, ids)
         vectors = _vector_bytes(rt, conn, col, ids) if with_vectors else {}
         for r in rows:
             out.put(memory_record(r, links.get(r.id, []), vectors.get(r.id)), "memories")
@@ -105,7 +105,7 @@ def _export_tenant(rt: Runtime, conn: Any, out: _Out, tenant: str, with_vectors:
         after = (rows[-1].seq, rows[-1].id)
     for kind, count in (("relations", "relations"), ("events", "events"),
                         ("access", "accesses")):
-        for r in rt.sql.stream_tenant(conn, kind, tenant):
+        for r in rt.sql.staging.stream_tenant(conn, kind, tenant):
             out.put(side_record(kind, r), count)
 
 
@@ -127,8 +127,8 @@ def export(rt: Runtime, path: str | os.PathLike[str], tenant: str | None = None,
                                 f"{e.strerror or e}") from e
     try:
         with fh, rt.sql.snapshot() as conn:
-            names = names if names is not None else rt.sql.tenants(conn)
-            out = _Out(fh, rt.sql.memory_count(conn, names), on_progress)
+            names = names if names is not None else rt.sql.collections.tenants(conn)
+            out = _Out(fh, rt.sql.staging.memory_count(conn, names), on_progress)
             out.put({"type": "header", "format": FORMAT, "embedding_model": rt.embedder.name,
                      "dimension": rt.embedder.dimension, "exported_at": to_ts(rt.now()),
                      "with_vectors": with_vectors, "tenants": names})

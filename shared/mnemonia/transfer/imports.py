@@ -39,7 +39,7 @@ from mnemonia.errors import (
 from mnemonia.keywords import store_term_vectors
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
-from mnemonia.store.repository import chunks
+from mnemonia.store.statements import chunks
 from mnemonia.transfer import format as fmt
 from mnemonia.transfer.format import (
     FORMAT,
@@ -265,7 +265,7 @@ def _note_memory(rt: Runtime, plan: _Plan, conn: Any, n: int, m: dict[str, Any])
 def _look_up_ids(rt: Runtime, plan: _Plan, conn: Any) -> None:
     """Decide, for the ids read since the last call, what the import does with each."""
     ids, plan.unchecked = plan.unchecked, []
-    owners = rt.sql.owners(conn, ids)
+    owners = rt.sql.memories.owners(conn, ids)
     for mid in ids:
         owner = owners.get(mid)
         if owner is None:
@@ -302,7 +302,8 @@ def _reference(rt: Runtime, plan: _Plan, conn: Any, n: int, what: str, tenant: s
 
 def _look_up_references(rt: Runtime, plan: _Plan, conn: Any) -> None:
     refs, plan.lookups = plan.lookups, []
-    found = rt.sql.columns_of(conn, sorted({r[3] for r in refs}), ["tenant"], committed=True)
+    found = rt.sql.memories.columns_of(conn, sorted({r[3] for r in refs}), ["tenant"],
+                                       committed=True)
     for ref in refs:
         row = found.get(ref[3])
         if row is None or row.tenant != ref[2]:
@@ -415,15 +416,15 @@ def _stage_memories(rt: Runtime, plan: _Plan, batch: list[dict[str, Any]],
            for m in batch]
     rows = [_staged_row(rt, plan, m, sid, base) for m, sid in zip(batch, ids, strict=True)]
     with rt.sql.begin() as conn:
-        rt.sql.insert_memories(conn, rows)
-        rt.sql.vectors_put(conn, list(zip(ids, vectors, strict=True)))
-        rt.sql.fts_insert(conn, [(sid, m["tenant"], text)
-                                 for sid, m, text in zip(ids, batch, texts, strict=True)])
-        rt.sql.link_entities(conn, [dict(tenant=m["tenant"], entity=e, memory_id=sid)
-                                    for sid, m in zip(ids, batch, strict=True)
-                                    for e in dict.fromkeys(m["links"])])
+        rt.sql.memories.insert_memories(conn, rows)
+        rt.sql.vectors.vectors_put(conn, list(zip(ids, vectors, strict=True)))
+        rt.sql.keywords.fts_insert(conn, [(sid, m["tenant"], text)
+                                          for sid, m, text in zip(ids, batch, texts, strict=True)])
+        rt.sql.graph.link_entities(conn, [dict(tenant=m["tenant"], entity=e, memory_id=sid)
+                                          for sid, m in zip(ids, batch, strict=True)
+                                          for e in dict.fromkeys(m["links"])])
         if plan.version == 1:  # format 1 kept no audit trail: the creation, as ingest writes
-            rt.sql.insert_events(conn, [rt.sql.event_row(
+            rt.sql.events.insert_events(conn, [rt.sql.events.event_row(
                 m["tenant"], sid, "created", m["created_at"], None,
                 {"state": m["state"], "importance": m["importance"], "kind": m["kind"]})
                 for sid, m in zip(ids, batch, strict=True)])
@@ -462,8 +463,8 @@ def _side_row(plan: _Plan, kind: str, rec: Mapping[str, Any]) -> dict[str, Any] 
 def _stage(rt: Runtime, source: _Source, plan: _Plan, on_progress: Progress | None) -> None:
     """The second pass: memories, their vectors, events and access rows, staged."""
     with rt.reading() as conn:
-        base = {t: 0 if (row := rt.sql.collection_row(conn, t)) is None else row.next_seq
-                for t in plan.tenants}
+        base = {t: 0 if (row := rt.sql.collections.collection_row(conn, t)) is None
+                else row.next_seq for t in plan.tenants}
     total, done = plan.writes, 0
     memories: list[dict[str, Any]] = []
     side: dict[str, list[dict[str, Any]]] = {"event": [], "access": []}
@@ -479,8 +480,8 @@ def _stage(rt: Runtime, source: _Source, plan: _Plan, on_progress: Progress | No
                 on_progress("write", done, total)
         if any(side.values()) and (final or sum(map(len, side.values())) >= 500):
             with rt.sql.begin() as conn:
-                rt.sql.insert_events(conn, side["event"])
-                rt.sql.insert_access(conn, side["access"])
+                rt.sql.events.insert_events(conn, side["event"])
+                rt.sql.events.insert_access(conn, side["access"])
             side["event"].clear()
             side["access"].clear()
 
@@ -518,31 +519,31 @@ def _commit(rt: Runtime, source: _Source, plan: _Plan) -> list[str]:
     now = to_ts(rt.now())
     with rt.sql.begin() as conn:
         for chunk in chunks(pairs):
-            rt.sql.swap_staged(conn, chunk)
+            rt.sql.staging.swap_staged(conn, chunk)
         batch: list[dict[str, Any]] = []
         for row in _relation_rows(rt, source, plan):
             batch.append(row)
             if len(batch) >= 500:
-                rt.sql.put_relations(conn, batch, overwrite=plan.on_conflict == "replace")
+                rt.sql.graph.put_relations(conn, batch, overwrite=plan.on_conflict == "replace")
                 batch.clear()
-        rt.sql.put_relations(conn, batch, overwrite=plan.on_conflict == "replace")
+        rt.sql.graph.put_relations(conn, batch, overwrite=plan.on_conflict == "replace")
         for tenant, _, action in plan.ids.values():
             if action == "new":
                 plan.tenants[tenant].new += 1
         for tenant, t in plan.tenants.items():
-            row = rt.sql.collection_row(conn, tenant)
+            row = rt.sql.collections.collection_row(conn, tenant)
             if t.new or row is None:  # a tenant with no memory left is a tenant too
-                rt.sql.put_collection(
+                rt.sql.collections.put_collection(
                     conn, tenant, model=rt.embedder.name, dimension=rt.embedder.dimension,
                     created_at=t.created_at if t.created_at is not None else now,
                     next_seq=(0 if row is None else row.next_seq) + t.next_seq)
-        rt.sql.commit_staged(conn, plan.status)
+        rt.sql.staging.commit_staged(conn, plan.status)
         replaced = [mid for _, mid in pairs]
-        rt.sql.kv_delete(conn, [JOURNAL + plan.iid])
+        rt.sql.kv.kv_delete(conn, [JOURNAL + plan.iid])
         if replaced:
-            rt.sql.kv_set(conn, JOURNAL + plan.iid, {"state": "committed", "writer": rt.writer})
+            rt.sql.kv.kv_set(conn, JOURNAL + plan.iid, {"state": "committed", "writer": rt.writer})
             for i, chunk in enumerate(chunks(replaced, 1000)):
-                rt.sql.kv_set(conn, f"{JOURNAL}{plan.iid}:r{i:06d}", list(chunk))
+                rt.sql.kv.kv_set(conn, f"{JOURNAL}{plan.iid}:r{i:06d}", list(chunk))
     return replaced
 
 
@@ -550,8 +551,8 @@ def _sync_vectors(rt: Runtime, ids: Sequence[str]) -> None:
     """Write the stored vector and text of ``ids`` (committed memories) to Chroma."""
     for chunk in chunks(list(ids)):
         with rt.reading() as conn:
-            rows = rt.sql.full_rows(conn, list(chunk))
-            vecs = rt.sql.vectors_get(conn, list(chunk))
+            rows = rt.sql.memories.full_rows(conn, list(chunk))
+            vecs = rt.sql.vectors.vectors_get(conn, list(chunk))
         by_tenant: dict[str, list[Any]] = {}
         for r in rows:
             by_tenant.setdefault(r.tenant, []).append(r)
@@ -566,7 +567,7 @@ def _undo(rt: Runtime, status: str) -> int:
     """Remove every row an unfinished import staged with ``status``, their vectors and the
     Chroma collections it made; returns the rows removed."""
     with rt.reading() as conn:
-        rows = rt.sql.staged(conn, status)
+        rows = rt.sql.staging.staged(conn, status)
     by_tenant: dict[str, list[str]] = {}
     for r in rows:
         by_tenant.setdefault(r.tenant, []).append(r.id)
@@ -576,9 +577,9 @@ def _undo(rt: Runtime, status: str) -> int:
             rt.vectors.delete(col, [i for i in ids if not i.startswith("#")])
     with rt.sql.begin() as conn:
         for tenant, ids in by_tenant.items():
-            rt.sql.purge(conn, tenant, ids)
-        rt.sql.kv_delete(conn, [k for k, _ in rt.sql.kv_items(conn, JOURNAL + status[2:])])
-        unknown = [t for t in by_tenant if rt.sql.collection_row(conn, t) is None]
+            rt.sql.memories.purge(conn, tenant, ids)
+        rt.sql.kv.kv_delete(conn, [k for k, _ in rt.sql.kv.kv_items(conn, JOURNAL + status[2:])])
+        unknown = [t for t in by_tenant if rt.sql.collections.collection_row(conn, t) is None]
     for tenant in by_tenant:
         rt.forget_indexes(tenant)
     for tenant in unknown:  # the import made this collection: nothing else is in it
@@ -592,9 +593,9 @@ def repair_imports(rt: Runtime) -> None:
     """Undo, whole, every import a crash stopped before its commit; finish (the Chroma side of
     the replaced memories) every one stopped after it."""
     with rt.reading() as conn:
-        journal = rt.sql.kv_items(conn, JOURNAL)
-        staged = {r.status for r in rt.sql.staged(conn)}
-        live = rt.sql.live_writers(conn, now=time.time())
+        journal = rt.sql.kv.kv_items(conn, JOURNAL)
+        staged = {r.status for r in rt.sql.staging.staged(conn)}
+        live = rt.sql.kv.live_writers(conn, now=time.time())
     heads = {k[len(JOURNAL):]: v for k, v in journal if ":" not in k[len(JOURNAL):]}
     # an import under way in a live process (its writer holds its lease) is left alone
     busy = {i for i, v in heads.items() if v.get("writer") in live}
@@ -612,7 +613,7 @@ def repair_imports(rt: Runtime) -> None:
                    for i in chunk]
             _sync_vectors(rt, ids)
             with rt.sql.begin() as conn:
-                rt.sql.kv_delete(conn, keys)
+                rt.sql.kv.kv_delete(conn, keys)
             log.warning("finished the import %s: %d replaced vectors written", iid, len(ids))
 
 
@@ -622,9 +623,9 @@ def _term_vectors(rt: Runtime, tenant: str) -> None:
     Enrichment stores them (ingest), so a memory it has not run on yet gets them when it
     does, as in the store the file came from: the imported store recalls like that one."""
     with rt.writing() as conn:
-        ids = [r[0] for r in rt.sql.active_rows(conn, tenant, ["id"], enriched=True)]
+        ids = [r[0] for r in rt.sql.memories.active_rows(conn, tenant, ["id"], enriched=True)]
         for part in chunks(ids):
-            rows = rt.sql.rows(conn, tenant, list(part))
+            rows = rt.sql.memories.rows(conn, tenant, list(part))
             store_term_vectors(rt, conn, [row_embed_text(r) for r in rows.values()])
 
 
@@ -648,7 +649,7 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
                            on_progress=on_progress)
         try:
             with rt.sql.begin() as conn:
-                rt.sql.kv_set(conn, JOURNAL + plan.iid, {
+                rt.sql.kv.kv_set(conn, JOURNAL + plan.iid, {
                     "state": "staging", "file": str(source.path), "started_at": to_ts(rt.now()),
                     "writer": rt.writer})
             _stage(rt, source, plan, on_progress)
@@ -668,8 +669,8 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
         if replaced:
             _sync_vectors(rt, replaced)
             with rt.sql.begin() as conn:
-                rt.sql.kv_delete(conn, [k for k, _ in rt.sql.kv_items(conn,
-                                                                      JOURNAL + plan.iid)])
+                rt.sql.kv.kv_delete(conn, [k for k, _ in rt.sql.kv.kv_items(conn,
+                                                                            JOURNAL + plan.iid)])
         if on_progress is not None:
             on_progress("commit", 1, 1)
     return plan.writes

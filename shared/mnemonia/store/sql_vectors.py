@@ -1,0 +1,91 @@
+"""Vectors kept in the side-store: each memory's embedding (``memory_vectors``, float32 bytes,
+what recall and export read without asking Chroma) and the word vectors of keyword expansion
+(``term_vectors``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+
+from mnemonia.store.database import Connection, Database
+from mnemonia.store.schema import memory_vectors, term_vectors
+from mnemonia.store.statements import chunks
+
+__all__ = ["SideVectors", "TermVectors"]
+
+
+class SideVectors:
+    """``memory_vectors``: one float32 vector per memory."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def vectors_put(self, conn: Connection, items: Sequence[tuple[str, Any]], *,
+                    replace: bool = False) -> None:
+        """Store ``(memory_id, vector)`` pairs as float32 bytes (``replace``: over old ones)."""
+        if not items:
+            return
+        if replace:
+            self.vectors_delete(conn, [i for i, _ in items])
+        conn.execute(memory_vectors.insert(), [
+            {"memory_id": i, "vector": _f32_bytes(v)} for i, v in items])
+
+    def vectors_get(self, conn: Connection, ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors (float32 bytes) of those of ``ids`` that have one."""
+        out: dict[str, bytes] = {}
+        for chunk in chunks(list(ids), 500):
+            out.update((r[0], bytes(r[1])) for r in self.db.fetch(
+                conn, "SELECT memory_id, vector FROM memory_vectors "
+                f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})", chunk))
+        return out
+
+    def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
+        for chunk in chunks(list(ids), 500):
+            conn.execute(memory_vectors.delete().where(memory_vectors.c.memory_id.in_(chunk)))
+
+
+class TermVectors:
+    """``term_vectors``: a vector per word and embedding model (keyword expansion)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def term_vectors_missing(self, conn: Connection, model: str, terms: Iterable[str]
+                             ) -> list[str]:
+        """Those of ``terms`` that have no word vector for ``model`` yet."""
+        terms = sorted(set(terms))
+        have: set[str] = set()
+        for chunk in chunks(terms, 500):
+            have.update(r[0] for r in self.db.fetch(
+                conn, "SELECT term FROM term_vectors WHERE model = ? AND term IN "
+                f"({self.db.in_marks(len(chunk))})", (model, *chunk)))
+        return [t for t in terms if t not in have]
+
+    def term_vectors_put(self, conn: Connection, model: str,
+                         items: Sequence[tuple[str, Any]]) -> None:
+        """Store ``(term, vector)`` pairs; a term another process stored first is kept."""
+        if not items:
+            return
+        self.db.insert_or_ignore(conn, term_vectors, [
+            {"model": model, "term": t, "vector": _f32_bytes(v)} for t, v in items])
+
+    def term_vectors_all(self, conn: Connection, model: str) -> tuple[list[str], np.ndarray]:
+        """Every word with a vector for ``model``, and those vectors as rows."""
+        rows = self.db.fetch(conn, "SELECT term, vector FROM term_vectors WHERE model = ? "
+                          "ORDER BY term", (model,))
+        if not rows:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return ([r[0] for r in rows],
+                np.stack([np.frombuffer(bytes(r[1]), dtype=np.float32) for r in rows]))
+
+    def term_vector_count(self, conn: Connection, model: str) -> int:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(term_vectors).where(
+            term_vectors.c.model == model)).scalar_one())
+
+
+
+def _f32_bytes(vector: Any) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
