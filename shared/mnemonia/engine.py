@@ -39,7 +39,7 @@ from mnemonia.models import Event, Memory, RecallResult, Relation
 from mnemonia.runtime import Runtime, Summariser, store_folder
 from mnemonia.scoring import sm2
 from mnemonia.store.repository import SideStore
-from mnemonia.store.vector import VectorIndex
+from mnemonia.store.vectors import VectorIndex
 
 __all__ = ["MemoryEngine"]
 

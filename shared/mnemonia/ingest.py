@@ -29,6 +29,7 @@ from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.store.kv import WRITER_LEASE
+from mnemonia.store.vectors import VectorCollection
 from mnemonia.validation import PreparedMemory, row_embed_text
 
 __all__ = ["NEIGHBOURS", "add", "enrich_ids", "enrich_items", "gatekeep", "replace_or_add"]
@@ -117,7 +118,7 @@ def _add_new(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memo
     return [rt.sql.memories.to_memory(r) for r in mem_rows]
 
 
-def _commit(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
+def _commit(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str]) -> None:
     """Mark the pending rows of ``ids`` committed (their vectors are in Chroma). If the side-
     store fails, the commit is tried once more (it may have gone through unanswered); then
     the write is taken back, and if that cannot be done either the outcome is unknown
@@ -147,7 +148,7 @@ def _commit(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
         f"{WRITER_LEASE:g} s?); the write was undone and nothing of it is stored: add again")
 
 
-def _take_back_or_unknown(rt: Runtime, col: Any, tenant: str, ids: list[str],
+def _take_back_or_unknown(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str],
                           cause: BaseException) -> None:
     """Undo a write that failed after its rows were written; if even that cannot be done,
     raise :class:`WriteOutcomeUnknownError` (from ``cause``) naming the ids."""
@@ -195,7 +196,7 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
     return out
 
 
-def _take_back(rt: Runtime, col: Any, tenant: str, ids: list[str]) -> None:
+def _take_back(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str]) -> None:
     """Undo an add whose vector write failed, perhaps part way: the rows are marked
     ``deleting``, the vectors Chroma may have taken are deleted, then the rows go. If Chroma
     cannot be reached, the rows stay ``deleting`` (no read shows them) and this engine's
@@ -276,7 +277,7 @@ def _top_earlier(row: np.ndarray, i: int) -> list[int]:
     return [int(j) for j in np.argpartition(-row[:i], NEIGHBOURS - 1)[:NEIGHBOURS]]
 
 
-def gatekeep(rt: Runtime, col: Any, items: Sequence[PreparedMemory], matrix: np.ndarray
+def gatekeep(rt: Runtime, col: VectorCollection, items: Sequence[PreparedMemory], matrix: np.ndarray
              ) -> tuple[list[str], list[Near]]:
     """Gatekeeper state per item, and its nearest existing or earlier-in-batch memories."""
     ids_existing, sims_existing = rt.vectors.query(col, matrix, NEIGHBOURS)
@@ -384,7 +385,7 @@ def _prepared_from_row(r: Any) -> PreparedMemory:
         session_id=r.session_id, metadata=json.loads(r.metadata), pinned=bool(r.pinned))
 
 
-def _enrich_chunk(rt: Runtime, col: Any, tenant: str, chunk: Sequence[str]) -> int:
+def _enrich_chunk(rt: Runtime, col: VectorCollection, tenant: str, chunk: Sequence[str]) -> int:
     with rt.reading() as conn:
         vectors = rt.candidate_vectors(conn, col, chunk)
     order = [i for i in chunk if i in vectors]

@@ -28,6 +28,7 @@ from mnemonia.scoring import retention as ret
 from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
 from mnemonia.store.statements import SqlCondition
+from mnemonia.store.vectors import VectorCollection
 from mnemonia.validation import embed_text, row_embed_text, row_speaker
 
 __all__ = ["Candidates", "RecallRequest", "SeedInfo", "final_score", "recall"]
@@ -184,7 +185,8 @@ def visible(r: Any, topic: str | None, superseded: bool = False) -> bool:
 
 
 # -- 1. dense + keyword candidates ------------------------------------------------------------
-def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) -> KeywordSide:
+def _keyword_side(rt: Runtime, req: RecallRequest, col: VectorCollection, qtok: list[str]
+                  ) -> KeywordSide:
     """The query's words and the keyword index's candidates with their rows and the stored
     vectors of the visible ones, read on a connection of its own (none needs the query
     vector, so this runs while the query is embedded)."""
@@ -211,7 +213,7 @@ def _keyword_side(rt: Runtime, req: RecallRequest, col: Any, qtok: list[str]) ->
                        around=around)
 
 
-def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int, exact: ExactScores | None
+def _nearest(rt: Runtime, col: VectorCollection, qvec: np.ndarray, n: int, exact: ExactScores | None
              ) -> tuple[int, dict[str, float]]:
     """``(n, {id: cosine})``: the query's ``n`` nearest neighbours, best first (exact for a
     mirrored collection, else Chroma's HNSW answer)."""
@@ -222,9 +224,9 @@ def _nearest(rt: Runtime, col: Any, qvec: np.ndarray, n: int, exact: ExactScores
     return n, dict(zip(found[0], cosines[0], strict=True))
 
 
-def _cosines(rt: Runtime, conn: Connection, col: Any, qvec: np.ndarray, ids: Sequence[str],
-             exact: ExactScores | None, read: Mapping[str, np.ndarray] | None = None
-             ) -> dict[str, float]:
+def _cosines(rt: Runtime, conn: Connection, col: VectorCollection, qvec: np.ndarray,
+             ids: Sequence[str], exact: ExactScores | None,
+             read: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
     """``{id: cosine with the query}`` of ``ids``: from the exact scores of a mirrored
     collection, else (and for any it lacks) from their stored vectors (``read``: those
     already read)."""
@@ -239,8 +241,8 @@ def _cosines(rt: Runtime, conn: Connection, col: Any, qvec: np.ndarray, ids: Seq
     return out
 
 
-def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-                side: KeywordSide, dense: tuple[int, dict[str, float]],
+def _candidates(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
+                qvec: np.ndarray, side: KeywordSide, dense: tuple[int, dict[str, float]],
                 exact: ExactScores | None) -> Candidates:
     """Dense and keyword candidates, the dense pool (``dense``: the first round of
     :func:`_nearest`) widened until enough visible remain."""
@@ -276,7 +278,7 @@ def _candidates(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qve
     return c
 
 
-def _prefiltered(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
+def _prefiltered(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
                  qvec: np.ndarray, n: int, c: Candidates) -> dict[str, float] | None:
     """The ``n`` memories matching ``req.where`` nearest to the query, ranked exactly by their
     stored vectors (their rows read into ``c``), when at most :data:`PREFILTER_LIMIT` match:
@@ -428,8 +430,8 @@ def _whole_tenant(rt: Runtime, conn: Connection, tenant: str, kind: str,
         rt.links_of(tenant, kind, ids, read)
 
 
-def _context(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-             side: KeywordSide, c: Candidates) -> None:
+def _context(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
+             qvec: np.ndarray, side: KeywordSide, c: Candidates) -> None:
     """Step 2b: each candidate's relevance is lifted by the best relevance among the
     memories at most ``context_window`` turns from it in its session
     (:func:`mnemonia.scoring.activation.context_lift`); those neighbours are scored too and
@@ -493,9 +495,9 @@ def _session_best(c: Candidates) -> dict[str, float]:
     return best
 
 
-def _activate(rt: Runtime, conn: Connection, col: Any, req: RecallRequest, qvec: np.ndarray,
-              qtok: list[str], side: KeywordSide, dense: tuple[int, dict[str, float]],
-              exact: ExactScores | None) -> Candidates:
+def _activate(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
+              qvec: np.ndarray, qtok: list[str], side: KeywordSide,
+              dense: tuple[int, dict[str, float]], exact: ExactScores | None) -> Candidates:
     kq = side.query
     c = _candidates(rt, conn, col, req, qvec, side, dense, exact)
     _fuse(rt, c, side, req.floor)
@@ -600,7 +602,7 @@ def _weighted_entities(rt: Runtime, conn: Connection, tenant: str, idx: EntityIn
     return weighted[:QUERY_ENTITIES]
 
 
-def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
+def _entity_seeds(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
                   qvec: np.ndarray, qtok: list[str], kq: KeywordQuery,
                   c: Candidates, bound: float = 0.0) -> bool:
     """Step 3: entities the query names or resembles boost their memories; whether any
@@ -630,7 +632,7 @@ def _entity_seeds(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
     return boosted
 
 
-def _boost_entity(rt: Runtime, conn: Connection, col: Any, req: RecallRequest,
+def _boost_entity(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
                   qvec: np.ndarray, kq: KeywordQuery, c: Candidates,
                   entity: tuple[str, float, float], bound: float) -> bool:
     """Seed the best fused memories linked to one ``(name, strength, weight)`` entity;

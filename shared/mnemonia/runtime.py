@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -27,11 +27,12 @@ from mnemonia import entities as ent
 from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, QueryCache, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
+from mnemonia.store.chroma import ChromaIndex
 from mnemonia.store.database import Connection
 from mnemonia.store.lease import WriterLease, new_holder
 from mnemonia.store.repository import SideStore
 from mnemonia.store.rowcache import split_kept
-from mnemonia.store.vector import VectorIndex
+from mnemonia.store.vectors import VectorCollection, VectorIndex
 
 __all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "TermIndex", "store_folder",
            "store_folders"]
@@ -240,7 +241,7 @@ class Runtime:
                 # the folder's own SQLite file, locked for this process: every write to it
                 # is this process's, so recall may keep the rows it read between calls
                 side.keep_rows()
-            vectors = VectorIndex(
+            vectors = ChromaIndex(
                 path=str(folder / "chroma") if chroma_url is None and folder else None,
                 url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,
                 namespace=namespace, exact_limit=config.exact_search_limit)
@@ -311,8 +312,14 @@ class Runtime:
             self._folder_lock.release()
 
     # -- shared lookups --------------------------------------------------------------------
-    def collection(self, tenant: str, *, create: bool) -> Any:
-        """The tenant's Chroma collection (``None`` when it has none and ``create`` is off)."""
+    @overload
+    def collection(self, tenant: str, *, create: Literal[True]) -> VectorCollection: ...
+
+    @overload
+    def collection(self, tenant: str, *, create: bool) -> VectorCollection | None: ...
+
+    def collection(self, tenant: str, *, create: bool) -> VectorCollection | None:
+        """The tenant's collection (``None`` when it has none and ``create`` is off)."""
         if create:
             return self.vectors.collection(tenant, model=self.embedder.name,
                                            dimension=self.embedder.dimension, create=True)
@@ -324,7 +331,7 @@ class Runtime:
         return self.vectors.collection(tenant, model=self.embedder.name, dimension=0,
                                        create=False)
 
-    def candidate_vectors(self, conn: Connection, col: Any, ids: Sequence[str]
+    def candidate_vectors(self, conn: Connection, col: VectorCollection | None, ids: Sequence[str]
                           ) -> dict[str, np.ndarray]:
         """Vectors of ``ids``: from the side-store, and from Chroma for memories stored
         before the side-store kept vectors."""

@@ -47,3 +47,21 @@ def test_the_side_store_is_a_composition_root() -> None:
     source = (STORE / "repository.py").read_text(encoding="utf-8")
     assert "sqlalchemy" not in source and "exec_driver_sql" not in source
     assert len(source.splitlines()) <= 120
+
+
+def test_chroma_implements_the_vector_index_protocol() -> None:
+    """``VectorIndex`` is the seam another vector backend implements; Chroma's index has
+    every method of it (mypy checks the signatures where ``Runtime.open`` builds it)."""
+    from mnemonia.store import ChromaIndex, VectorIndex
+
+    methods = sorted(n for n, v in vars(VectorIndex).items()
+                     if callable(v) and not n.startswith("_"))
+    assert methods and [n for n in methods if not callable(getattr(ChromaIndex, n, None))] == []
+
+
+def test_collection_handles_have_a_type_outside_the_store() -> None:
+    loose = [f"{p.relative_to(ROOT)}:{i}" for p in sorted(CORE.rglob("*.py"))
+             if not p.is_relative_to(STORE)
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+             if re.search(r"\bcol(lection)?: Any\b", line)]
+    assert loose == []

@@ -158,9 +158,9 @@ def test_exact_search_limit_must_be_a_whole_number_from_zero(bad: object) -> Non
 
 def test_mirrors_over_the_budget_drop_the_least_recently_searched(
         tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mnemonia.store import vector
+    from mnemonia.store import chroma
 
-    monkeypatch.setattr(vector, "MIRRORED_VECTORS", 10)
+    monkeypatch.setattr(chroma, "MIRRORED_VECTORS", 10)
     eng = _open(tmp_path / "s", clock, 100)
     try:
         cols = {}
@@ -186,9 +186,9 @@ def test_mirrors_over_the_budget_drop_the_least_recently_searched(
 @pytest.mark.parametrize("page", [3, 4, 100])
 def test_a_mirror_is_read_from_chroma_page_by_page(
         tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, page: int) -> None:
-    from mnemonia.store import vector
+    from mnemonia.store import chroma
 
-    monkeypatch.setattr(vector, "_VECTOR_PAGE", page)
+    monkeypatch.setattr(chroma, "_VECTOR_PAGE", page)
     eng = _open(tmp_path / "s", clock, 100)
     try:
         mems = eng.add_many([{"text": t} for t in FACTS], tenant="t")

@@ -27,7 +27,7 @@ from mnemonia.errors import (
     StoreInconsistentError,
     StoreUnavailableError,
 )
-from mnemonia.store.vector import VectorIndex
+from mnemonia.store.chroma import ChromaIndex
 
 CATS = [f"Alice's cat number {i} is called {name}" for i, name in enumerate(
     ["Miso", "Tofu", "Ramen", "Udon", "Soba", "Nori", "Mochi", "Dango", "Yuzu", "Kiwi"])]
@@ -309,13 +309,13 @@ def test_an_add_whose_vector_write_fails_leaves_nothing_behind(
     """Fault injection: the real upsert stores half the batch, then Chroma "goes away"."""
     engine = open_store()
     _fill(engine)
-    real_upsert = VectorIndex.upsert
+    real_upsert = ChromaIndex.upsert
 
-    def half_then_fail(self: VectorIndex, col: Any, ids: Any, vectors: Any, *rest: Any) -> None:
+    def half_then_fail(self: ChromaIndex, col: Any, ids: Any, vectors: Any, *rest: Any) -> None:
         real_upsert(self, col, ids[:2], vectors[:2], *(r[:2] for r in rest))
         raise StoreUnavailableError("Chroma did not answer after 5 attempts (injected)")
 
-    monkeypatch.setattr(VectorIndex, "upsert", half_then_fail)
+    monkeypatch.setattr(ChromaIndex, "upsert", half_then_fail)
     with pytest.raises(StoreUnavailableError):
         engine.add_many([{"text": f"doomed memory {i}"} for i in range(4)], tenant="alice")
     monkeypatch.undo()
@@ -327,17 +327,17 @@ def test_when_chroma_cannot_take_back_a_failed_add_the_next_open_does(
         monkeypatch: pytest.MonkeyPatch) -> None:
     engine = open_store()
     _fill(engine)
-    real_upsert = VectorIndex.upsert
+    real_upsert = ChromaIndex.upsert
 
-    def half_then_fail(self: VectorIndex, col: Any, ids: Any, vectors: Any, *rest: Any) -> None:
+    def half_then_fail(self: ChromaIndex, col: Any, ids: Any, vectors: Any, *rest: Any) -> None:
         real_upsert(self, col, ids[:2], vectors[:2], *(r[:2] for r in rest))
         raise StoreUnavailableError("Chroma did not answer (injected)")
 
-    def unreachable(self: VectorIndex, col: Any, ids: Any) -> None:
+    def unreachable(self: ChromaIndex, col: Any, ids: Any) -> None:
         raise StoreUnavailableError("Chroma did not answer (injected)")
 
-    monkeypatch.setattr(VectorIndex, "upsert", half_then_fail)
-    monkeypatch.setattr(VectorIndex, "delete", unreachable)
+    monkeypatch.setattr(ChromaIndex, "upsert", half_then_fail)
+    monkeypatch.setattr(ChromaIndex, "delete", unreachable)
     with pytest.raises(StoreError):
         engine.add_many([{"text": f"doomed memory {i}"} for i in range(4)], tenant="alice")
     monkeypatch.undo()

@@ -1,7 +1,7 @@
 """Exact nearest neighbours for small collections: their vectors mirrored in memory.
 
 An embedded store is written by one process only (its folder is locked), and every write to
-its Chroma collections goes through :class:`~mnemonia.store.vector.VectorIndex`, so that
+its Chroma collections goes through :class:`~mnemonia.store.chroma.ChromaIndex`, so that
 process can keep a copy of a small collection's vectors next to Chroma's HNSW index and answer
 a query by one matrix product: exact where HNSW is approximate (two openings of the same store
 could rank a memory near the cut differently), and for a few thousand vectors faster than

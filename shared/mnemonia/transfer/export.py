@@ -21,6 +21,7 @@ from mnemonia.errors import (
     StoreError,
 )
 from mnemonia.runtime import Runtime
+from mnemonia.store.vectors import VectorCollection
 from mnemonia.transfer import format as fmt
 from mnemonia.transfer.format import FORMAT, Progress, memory_record, side_record
 
@@ -72,7 +73,8 @@ class _Out:
             self.on_progress("export", self.counts["memories"], self.total)
 
 
-def _vector_bytes(rt: Runtime, conn: Any, col: Any, ids: Sequence[str]) -> dict[str, bytes]:
+def _vector_bytes(rt: Runtime, conn: Any, col: VectorCollection | None, ids: Sequence[str]
+                  ) -> dict[str, bytes]:
     """The stored float32 bytes of each of ``ids`` (side-store first, then Chroma)."""
     out = rt.sql.vectors.vectors_get(conn, ids)
     missing = [i for i in ids if i not in out]

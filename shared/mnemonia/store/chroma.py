@@ -1,4 +1,5 @@
-"""The Chroma half of a store: one collection per tenant, vectors supplied by us.
+"""The Chroma half of a store (:class:`~mnemonia.store.vectors.VectorIndex` on Chroma): one
+collection per tenant, vectors supplied by us.
 
 Chroma never chooses an embedder (we always pass embeddings) and telemetry is off. Every call
 goes through tenacity: exponential backoff with jitter, bounded; when retries run out the caller
@@ -30,7 +31,7 @@ from mnemonia.errors import InvalidInputError, StoreError, StoreUnavailableError
 from mnemonia.store.exact import ExactScores, Mirror
 from mnemonia.store.retry import first_then
 
-__all__ = ["VectorIndex", "collection_name"]
+__all__ = ["ChromaCollection", "ChromaIndex", "collection_name"]
 
 log = logging.getLogger("mnemonia.store")
 T = TypeVar("T")
@@ -43,6 +44,10 @@ MIRRORED_VECTORS = 100_000
 """At most this many vectors are mirrored for exact search over all collections (~150 MB at
 384 dimensions); past it, the least recently searched collections' mirrors go first."""
 
+
+ChromaCollection = Any
+"""A chromadb ``Collection`` (chromadb's own type is not imported: it would load chromadb with
+this module); it is the :class:`~mnemonia.store.vectors.VectorCollection` of this index."""
 
 _TRANSIENT_SERVER_ERRORS = (
     # a Chroma server that restarted, or compacts, may answer this for a moment before its
@@ -97,8 +102,10 @@ def _persistent_client(path: str, settings: Any) -> Any:
             "folder must be made writable") from e
 
 
-class VectorIndex:
-    """Chroma client plus per-tenant collections."""
+class ChromaIndex:
+    """Chroma client plus per-tenant collections: the
+    :class:`~mnemonia.store.vectors.VectorIndex` of an embedded folder
+    (``PersistentClient``) or a Chroma server (``HttpClient``)."""
 
     def __init__(self, *, path: str | None = None, url: str | None = None,
                  attempts: int = 5, max_wait: float = 2.0, namespace: str = "mnemonia",
@@ -111,7 +118,7 @@ class VectorIndex:
         self.namespace = namespace
         self._attempts = attempts
         self._max_wait = max_wait
-        self._collections: dict[str, Any] = {}
+        self._collections: dict[str, ChromaCollection] = {}
         self.mode = "server" if url else "embedded"
         # Exact search (embedded stores only: a server's collections may be written by other
         # processes): collection name -> its vectors' mirror, or None when it held more than
@@ -177,7 +184,8 @@ class VectorIndex:
             raise
 
     # -- collections -----------------------------------------------------------------------
-    def collection(self, tenant: str, *, model: str, dimension: int, create: bool = True) -> Any:
+    def collection(self, tenant: str, *, model: str, dimension: int,
+                   create: bool = True) -> ChromaCollection:
         col = self._collections.get(tenant)
         if col is not None:
             return col
@@ -228,7 +236,7 @@ class VectorIndex:
             self._call(lambda: self._client.delete_collection(name=name))
 
     # -- vectors ---------------------------------------------------------------------------
-    def upsert(self, col: Any, ids: Sequence[str], vectors: np.ndarray,
+    def upsert(self, col: ChromaCollection, ids: Sequence[str], vectors: np.ndarray,
                documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         with self._mirroring(col) as mirror:
             for start in range(0, len(ids), _MAX_BATCH):
@@ -242,7 +250,7 @@ class VectorIndex:
                         self._keep_mirror(col.name, None)
                         mirror = None
 
-    def query(self, col: Any, vectors: np.ndarray, n: int
+    def query(self, col: ChromaCollection, vectors: np.ndarray, n: int
               ) -> tuple[list[list[str]], list[list[float]]]:
         """kNN: per query row, ids and cosine similarities, best first."""
         if n <= 0 or len(vectors) == 0:
@@ -254,20 +262,20 @@ class VectorIndex:
         sims = [[1.0 - float(d) for d in row] for row in res["distances"]]
         return ids, sims
 
-    def get_vectors(self, col: Any, ids: Sequence[str]) -> dict[str, np.ndarray]:
+    def get_vectors(self, col: ChromaCollection, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
         res = self._call(lambda: col.get(ids=list(ids), include=["embeddings"]))
         return {i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"],
                                                                    strict=True)}
 
-    def existing(self, col: Any, ids: Sequence[str]) -> set[str]:
+    def existing(self, col: ChromaCollection, ids: Sequence[str]) -> set[str]:
         if not ids:
             return set()
         res = self._call(lambda: col.get(ids=list(ids), include=[]))
         return set(res["ids"])
 
-    def delete(self, col: Any, ids: Sequence[str]) -> None:
+    def delete(self, col: ChromaCollection, ids: Sequence[str]) -> None:
         if ids:
             with self._mirroring(col, deleting=True) as mirror:
                 self._call(lambda: col.delete(ids=list(ids)))
@@ -275,18 +283,18 @@ class VectorIndex:
                     mirror.drop(ids)
 
     # -- exact search ----------------------------------------------------------------------
-    def scores(self, col: Any, query: np.ndarray) -> ExactScores | None:
+    def scores(self, col: ChromaCollection, query: np.ndarray) -> ExactScores | None:
         """The cosine of ``query`` with every vector of the collection, when it is mirrored
         in memory (an embedded store's collection of at most ``exact_limit`` vectors; its
         vectors are read from Chroma on the first call); else ``None`` (ask :meth:`query`)."""
         mirror = self._mirror(col)
         return mirror.scores(query) if mirror is not None else None
 
-    def mirrored(self, col: Any) -> bool:
+    def mirrored(self, col: ChromaCollection) -> bool:
         """Whether :meth:`scores` answers for the collection without reading Chroma."""
         return self._mirrors.get(col.name) is not None
 
-    def _mirror(self, col: Any) -> Mirror | None:
+    def _mirror(self, col: ChromaCollection) -> Mirror | None:
         if self.exact_limit <= 0:
             return None
         name = col.name
@@ -329,7 +337,7 @@ class VectorIndex:
                 mirror = self._mirrors.pop(other)
                 held -= mirror.size if mirror is not None else 0
 
-    def _all_vectors(self, col: Any) -> tuple[list[str], np.ndarray]:
+    def _all_vectors(self, col: ChromaCollection) -> tuple[list[str], np.ndarray]:
         ids: list[str] = []
         parts: list[np.ndarray] = []
         while True:
@@ -343,7 +351,8 @@ class VectorIndex:
         return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
 
     @contextlib.contextmanager
-    def _mirroring(self, col: Any, *, deleting: bool = False) -> Iterator[Mirror | None]:
+    def _mirroring(self, col: ChromaCollection, *, deleting: bool = False
+                   ) -> Iterator[Mirror | None]:
         """A write to the collection, with its mirror (if any) to update as Chroma takes
         each part: under the collection's lock, so no mirror is read from Chroma half-way. A
         write that fails drops the mirror (read again on the next query); a delete lets a
@@ -361,10 +370,10 @@ class VectorIndex:
                 self._drop_mirror(col.name)
                 raise
 
-    def count(self, col: Any) -> int:
+    def count(self, col: ChromaCollection) -> int:
         return int(self._call(col.count))
 
-    def all_ids(self, col: Any) -> list[str]:
+    def all_ids(self, col: ChromaCollection) -> list[str]:
         """Every id in a collection, read in pages (no vectors)."""
         out: list[str] = []
         while True:
