@@ -4,8 +4,9 @@ Sources, later wins: values given in code, then a JSON file, then ``MNEMONIA_*``
 variables (``MNEMONIA_HYBRID_KEYWORD_WEIGHT=0.3``). Every violation of every source is reported
 in one :class:`~mnemonia.errors.InvalidConfigError` naming the key, the value, the allowed range
 and where the value came from: unknown keys (with a "did you mean"), an unreadable file,
-unparsable or out-of-range values. A ``MNEMONIA_*`` variable that names no key is an error too
-(but those of :data:`ENV_OTHER_VARIABLES`, e.g. ``MNEMONIA_PATH``). An unknown keyword argument
+unparsable or out-of-range values. A ``MNEMONIA_*`` variable that names no key is a logged
+warning with a "did you mean" (those of :data:`ENV_OTHER_VARIABLES`, e.g. ``MNEMONIA_PATH``,
+pass silently): another tool's variable must not stop a store opening. An unknown keyword argument
 (``MnemoniaConfig(defualt_k=3)``) raises :class:`~mnemonia.errors.UnknownConfigKeyError`, an
 ``InvalidConfigError`` that is also a ``TypeError``.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import logging
 import math
 import os
 import re
@@ -30,6 +32,8 @@ from mnemonia.scoring import modes as _modes
 from mnemonia.scoring import priority as prio
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import retention as ret
+
+log = logging.getLogger("mnemonia")
 
 __all__ = ["EMBEDDER_BACKENDS", "ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADATA_BYTES",
            "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
@@ -329,8 +333,10 @@ ENV_OTHER_VARIABLES: Mapping[str, str] = {
     "MNEMONIA_UI_TOKEN": "the token `mnemonia ui` requires (its --token)",
     "MNEMONIA_SCREENSHOTS": "where the inspector's browser test saves its screenshots",
 }
-"""``MNEMONIA_*`` variables that are used but are no config keys. Every other ``MNEMONIA_*``
-variable must name a config key: a misspelt one is an error, not silently ignored."""
+"""``MNEMONIA_*`` variables that are used but are no config keys. Any other ``MNEMONIA_*``
+variable that names no config key is ignored with a warning naming it and the closest key (a
+misspelt key is not silently ignored; another tool's variable does not stop a store opening);
+a bad value of a key is an error."""
 
 
 def _from_env(env: Any) -> _Stage:
@@ -346,8 +352,11 @@ def _from_env(env: Any) -> _Stage:
             continue
         name = key[len(ENV_PREFIX):].lower()
         if name not in by_name:
+            # another tool's variable (a launcher's, say) must not stop a store opening:
+            # named in a warning, with the closest key in case it is a misspelt one
             hint = _did_you_mean(name, frozenset(by_name), lambda n: ENV_PREFIX + n.upper())
-            problems.append(f"unknown environment variable {key}: {hint}")
+            log.warning("ignoring the environment variable %s: it is no Mnemonia config key "
+                        "(%s)", key, hint)
             continue
         if not isinstance(raw, str):
             problems.append(f"{key}={shown(raw)}: an environment value must be text")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -102,7 +103,8 @@ def test_system_clock_is_aware_utc() -> None:
     assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
 
 
-def test_every_violation_of_every_source_in_one_error(tmp_path: Path) -> None:
+def test_every_violation_of_every_source_in_one_error(tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
     """Defect 6: a file with a bad default_k, an out-of-range weight, an unknown key and a
     non-number, plus a misspelt and an unparsable variable and a bad code value: one error,
     each violation saying where it came from."""
@@ -111,8 +113,11 @@ def test_every_violation_of_every_source_in_one_error(tmp_path: Path) -> None:
                              "spread_decay": "fast"}))
     env = {"MNEMONIA_EPISOD_K": "2", "MNEMONIA_MIN_ACTIVATION": "high",
            "MNEMONIA_SPREAD_DEPTH": "-1", "MNEMONIA_PATH": "/some/store"}
-    with pytest.raises(InvalidConfigError) as info:
+    with pytest.raises(InvalidConfigError) as info, caplog.at_level(logging.WARNING, "mnemonia"):
         MnemoniaConfig.load(f, env=env, eviction_budget=2.0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignoring the environment variable MNEMONIA_EPISOD_K: it is no Mnemonia config key "
+        "(did you mean MNEMONIA_EPISODE_K?)"]
     where = f"(in config file {str(f)!r})"
     assert info.value.violations == [
         "eviction_budget=2.0: must be in (0, 1]",
@@ -120,7 +125,6 @@ def test_every_violation_of_every_source_in_one_error(tmp_path: Path) -> None:
         f"hybrid_keyword_weight=1.5: must be in [0, 1] {where}",
         f"unknown key 'defualt_k' in config file {str(f)!r}: did you mean 'default_k'?",
         f"spread_decay='fast': must be a finite number in (0, 1] {where}",
-        "unknown environment variable MNEMONIA_EPISOD_K: did you mean MNEMONIA_EPISODE_K?",
         "MNEMONIA_MIN_ACTIVATION='high': expected a number",
         "spread_depth=-1: must be an integer >= 0 (from MNEMONIA_SPREAD_DEPTH)",
     ]
@@ -142,12 +146,25 @@ def test_unreadable_file_is_reported_with_the_other_sources(tmp_path: Path) -> N
         MnemoniaConfig.from_json(tmp_path / "bin.json")
 
 
-def test_unknown_environment_variable_is_an_error_but_known_others_pass() -> None:
-    with pytest.raises(InvalidConfigError, match=r"MNEMONIA_DEFUALT_K: did you mean "
-                                                 r"MNEMONIA_DEFAULT_K\?"):
-        MnemoniaConfig.from_env({"MNEMONIA_DEFUALT_K": "3"})
-    with pytest.raises(InvalidConfigError, match="MNEMONIA_COLOUR: the keys are"):
-        MnemoniaConfig.load(env={"MNEMONIA_COLOUR": "blue"})
+def test_unknown_environment_variable_is_a_warning_and_known_others_pass(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 33: another tool's MNEMONIA_* variable (MNEMONIA_PYTHON) must not stop a store
+    opening; a misspelt key is named in a warning with the closest key."""
+    with caplog.at_level(logging.WARNING, "mnemonia"):
+        assert MnemoniaConfig.from_env({"MNEMONIA_DEFUALT_K": "3"}) == MnemoniaConfig()
+        assert MnemoniaConfig.load(env={"MNEMONIA_COLOUR": "blue",
+                                        "MNEMONIA_PYTHON": "/usr/bin/python3"}) == (
+            MnemoniaConfig())
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned[0] == ("ignoring the environment variable MNEMONIA_DEFUALT_K: it is no "
+                         "Mnemonia config key (did you mean MNEMONIA_DEFAULT_K?)")
+    assert warned[1].startswith("ignoring the environment variable MNEMONIA_COLOUR: it is no "
+                                "Mnemonia config key (the keys are ")
+    assert warned[2].startswith("ignoring the environment variable MNEMONIA_PYTHON")
+    with pytest.raises(InvalidConfigError, match="MNEMONIA_DEFAULT_K='x'"):
+        MnemoniaConfig.from_env({"MNEMONIA_DEFAULT_K": "x", "MNEMONIA_PYTHON": "y"})
+    with pytest.raises(InvalidConfigError, match="unknown keyword argument 'defualt_k'"):
+        MnemoniaConfig.load(env={}, defualt_k=3)  # in code: still an error
     # MNEMONIA_PATH is the CLI's store folder, not a config key: allowed, and ignored here.
     from mnemonia.config import ENV_OTHER_VARIABLES
 
