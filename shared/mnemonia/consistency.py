@@ -92,7 +92,7 @@ def repair(rt: Runtime, *, mine: bool = False) -> None:
         with rt.sql.begin() as conn:
             gone = rt.sql.memories.purge_deleting(conn, tenant, deleting)
         if gone:
-            rt.forget_indexes(tenant)
+            rt.caches.forget_indexes(tenant)
         log.info("repaired tenant %s: %d finished, %d undone, %d deletions completed",
                  tenant, finished, len(claimed), len(gone) - len(claimed))
 
@@ -352,7 +352,7 @@ def _repair_tenant(rt: Runtime, f: _Findings, *, at_open: bool) -> TenantHealth:
     # a memory missing from both stores was embedded again and kept in both by _rebuild
     restored = _restore_side(rt, f.tenant, sorted(f.side_missing - f.missing))
     reindexed = _reindex(rt, f.tenant, sorted(f.keyword_off)) if f.keyword_off else 0
-    rt.forget_indexes(f.tenant)
+    rt.caches.forget_indexes(f.tenant)
     health = f.health(repaired=True, rebuilt=rebuilt, reembedded=reembedded,
                       orphans_removed=len(f.orphans), side_restored=restored,
                       keyword_reindexed=reindexed)

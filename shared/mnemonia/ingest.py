@@ -114,7 +114,7 @@ def _add_new(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memo
         _take_back_or_unknown(rt, col, tenant, ids, e)
         raise
     _commit(rt, col, tenant, ids)
-    rt.forget_entities(tenant)
+    rt.caches.forget_entities(tenant)
     return [rt.sql.memories.to_memory(r) for r in mem_rows]
 
 
@@ -182,13 +182,13 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
         rt.vectors.delete(col, deleting)
         with rt.sql.begin() as conn:
             rt.sql.memories.purge_deleting(conn, tenant, deleting)
-        rt.forget_indexes(tenant)
+        rt.caches.forget_indexes(tenant)
     if pending:
         ids = [p.id for p in pending]
         rt.vectors.upsert(col, ids, _matrix(pending), [p.embed_text for p in pending],
                           [{"kind": p.kind} for p in pending])
         _commit(rt, col, tenant, ids)
-        rt.forget_entities(tenant)
+        rt.caches.forget_entities(tenant)
     with rt.reading() as conn:
         stored = rt.sql.memories.full_rows(conn, [p.id for p in items if p.id in found
                                                   and p.id not in deleting])
@@ -217,7 +217,7 @@ def _take_back(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str]) 
     except StoreError as e:
         log.warning("could not remove %d taken-back rows of tenant %s (%s); closing this "
                     "engine, or the next open, removes them", len(ids), tenant, e)
-    rt.forget_entities(tenant)
+    rt.caches.forget_entities(tenant)
 
 
 def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
@@ -264,7 +264,7 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
                 rt.sql.events.event(conn, tenant, p.id, "updated", nowts,
                                     {"text": r.text if r is not None else None}, {"text": p.text})
             rows = rt.sql.memories.rows(conn, tenant, ids)
-        rt.forget_entities(tenant)
+        rt.caches.forget_entities(tenant)
     return {i: rt.sql.memories.to_memory(r) for i, r in rows.items()}
 
 
@@ -371,7 +371,7 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
             for other in rt.sql.graph.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
                 edges.setdefault((p.id, other, "same_entity"), 0.5)
     rt.sql.memories.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
-    rt.links_written(tenant, {m for src, dst, _ in edges for m in (src, dst)})
+    rt.caches.links_written(tenant, {m for src, dst, _ in edges for m in (src, dst)})
     added = rt.sql.graph.insert_edges(conn, tenant, edges, nowts)
     store_term_vectors(rt, conn, [p.embed_text for p, _ in items])
     return added
@@ -424,6 +424,6 @@ def enrich_ids(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
     ids = list(ids)
     for start in range(0, len(ids), ENRICH_BATCH):
         added += _enrich_chunk(rt, col, tenant, ids[start:start + ENRICH_BATCH])
-    rt.forget_entities(tenant)
+    rt.caches.forget_entities(tenant)
     return added
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mnemonia.runtime import Runtime, TermIndex
+from mnemonia.caches import TermIndex
+from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring.stemming import stem
 from mnemonia.store.database import Connection
@@ -91,18 +92,18 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
 
 def term_index(rt: Runtime, conn: Connection) -> TermIndex:
     """Every stored word vector of the store's model, cached until enrichment adds some."""
-    idx = rt.term_index
+    idx = rt.caches.term_index
     if idx is None:
         terms, matrix = rt.sql.terms.term_vectors_all(conn, rt.embedder.name)
         idx = TermIndex(terms=terms, matrix=matrix if terms else None,
                         position={t: i for i, t in enumerate(terms)})
-        rt.term_index = idx
+        rt.caches.term_index = idx
     return idx
 
 
 def _word_vectors(rt: Runtime, idx: TermIndex, words: Sequence[str]) -> np.ndarray:
     """Vectors of ``words``: stored ones, cached ones, the rest embedded now (and cached)."""
-    cache = rt.word_vectors
+    cache = rt.caches.word_vectors
     missing = [w for w in words if w not in idx.position and w not in cache]
     if missing:
         for w, v in zip(missing, rt.embedder.embed_documents(missing), strict=True):
@@ -141,7 +142,7 @@ def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
     if not idx.terms:
         return {}
     words = content_words(qtok)
-    known = rt.word_expansions
+    known = rt.caches.word_expansions
     todo = [w for w in words if w not in known]
     if todo:
         cfg = rt.config
@@ -190,5 +191,5 @@ def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> i
         return 0
     vectors = rt.embedder.embed_documents(missing)
     rt.sql.terms.term_vectors_put(conn, rt.embedder.name, list(zip(missing, vectors, strict=True)))
-    rt.forget_terms()
+    rt.caches.forget_terms()
     return len(missing)

@@ -46,7 +46,7 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
     mode lifts the memory most for queries like it); quality 0-2 counts as a failed use."""
     check.memory_id(memory_id)
     now = rt.now()
-    cue = query if query is not None else rt.query_of(tenant, memory_id)
+    cue = query if query is not None else rt.caches.query_of(tenant, memory_id)
     with rt.writing() as conn:
         mem = rt.sql.memories.memory(conn, tenant, memory_id)
         new_state, utility, values = review_update(mem.sm2, mem.utility, quality, now)
@@ -59,7 +59,7 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
                              "easiness": new_state.easiness,
                              **({"query": cue} if cue else {})})
         out = rt.sql.memories.memory(conn, tenant, memory_id)
-    rt.forget_cues(tenant)
+    rt.caches.forget_cues(tenant)
     return out
 
 
@@ -86,7 +86,7 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
                     f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
                     f"(engine.restore({mid!r}, tenant={tenant!r})) to relate it")
         rt.sql.graph.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
-    rt.forget_links(tenant)  # a ``follows`` relation changes recall's session context
+    rt.caches.forget_links(tenant)  # a ``follows`` relation changes recall's session context
     return Relation(tenant=tenant, src=src, dst=dst, type=rel_type, strength=s,
                     created_at=now)
 
@@ -118,7 +118,7 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
                 rt.sql.memories.update_memory(conn, memory_id, deleted_at=to_ts(now))
                 rt.sql.events.event(conn, tenant, memory_id, "deleted", to_ts(now),
                                     {"deleted_at": None}, {"deleted_at": now.isoformat()})
-        rt.forget_entities(tenant)
+        rt.caches.forget_entities(tenant)
         return
     with rt.exclusive():
         with rt.sql.begin() as conn:
@@ -140,7 +140,7 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
             rt.vectors.delete(col, ids)
         with rt.sql.begin() as conn:
             rt.sql.memories.purge(conn, tenant, ids)
-            rt.forget_indexes(tenant)
+            rt.caches.forget_indexes(tenant)
             rt.sql.memories.clear_references(conn, ids)
 
 
@@ -155,7 +155,7 @@ def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
                                 {"deleted_at": from_ts(r.deleted_at).isoformat()},
                                 {"deleted_at": None})
         mem = rt.sql.memories.memory(conn, tenant, memory_id)
-    rt.forget_entities(tenant)
+    rt.caches.forget_entities(tenant)
     return mem
 
 

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from mnemonia import entities as ent
+from mnemonia.caches import NEAR_LINKS, CueIndex, EntityIndex
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.keywords import KeywordQuery, keyword_query
 from mnemonia.maintenance.ranking import priority_of, use_record, weights
 from mnemonia.models import Explanation, Hit, Link, RecallResult
-from mnemonia.runtime import NEAR_LINKS, CueIndex, EntityIndex, Runtime
+from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
 from mnemonia.scoring import retention as ret
@@ -137,7 +138,7 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
         return _entity_recall(rt, req)
     qtok = act.query_tokens(req.query)
     n_dense = max(rt.config.recall_initial_candidates * 2, 2 * req.k)
-    qvec = rt.query_cache.get(req.query)
+    qvec = rt.caches.query_cache.get(req.query)
     if qvec is None:
         # The keyword side reads the side-store while the model embeds the query, and Chroma
         # finds the nearest neighbours while it finishes: model, Chroma and the side-store
@@ -169,10 +170,10 @@ def recall(rt: Runtime, req: RecallRequest) -> RecallResult:
 
 
 def query_vector(rt: Runtime, query: str) -> np.ndarray:
-    vec = rt.query_cache.get(query)
+    vec = rt.caches.query_cache.get(query)
     if vec is None:
         vec = rt.embedder.embed_query(query)
-        rt.query_cache.put(query, vec)
+        rt.caches.query_cache.put(query, vec)
     return vec
 
 
@@ -328,13 +329,13 @@ def _on_day(day: int) -> str:
 def keyword_words(rt: Runtime, r: Any) -> tuple[frozenset[str], str | None]:
     """The words of a memory row's :func:`keyword_text` and its speaker, kept per memory
     (read back only while its text, metadata and time are unchanged)."""
-    kept = rt.keyword_words.get(r.id)
+    kept = rt.caches.keyword_words.get(r.id)
     if kept is not None and kept[0] == r.text and kept[1] == r.metadata \
             and kept[2] == r.created_at:
         return kept[3], kept[4]
     speaker = row_speaker(r)
     words = act.word_tokens(keyword_text(rt, r, speaker))
-    rt.keep_keyword_words(r.id, (r.text, r.metadata, r.created_at, words, speaker))
+    rt.caches.keep_keyword_words(r.id, (r.text, r.metadata, r.created_at, words, speaker))
     return words, speaker
 
 
@@ -374,7 +375,7 @@ def _fuse(rt: Runtime, c: Candidates, side: KeywordSide, floor: float) -> None:
 def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: set[str],
                         window: int, rows: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """``{id: memories at most window turns before or after it}`` along ``follows``. Each
-    memory's links, and its neighbourhood, are read once and kept (:meth:`Runtime.links_of`)
+    memory's links, and its neighbourhood, are read once and kept (:meth:`RecallCache.links_of`)
     until a write that changes them; a memory whose row (in ``rows``) says it has no
     relations is not asked."""
 
@@ -395,7 +396,7 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
         for _ in range(window):
             if not frontier:
                 break
-            adjacent.update(rt.links_of(req.tenant, "follows", frontier, read))
+            adjacent.update(rt.caches.links_of(req.tenant, "follows", frontier, read))
             frontier = {n for m in frontier for n in adjacent[m]} - seen
             seen |= frontier
         out: dict[str, tuple[str, ...]] = {}
@@ -413,8 +414,8 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
     if len(alone) < len(ids):
         _whole_tenant(rt, conn, req.tenant, "follows", read)
         # (a neighbourhood spans several memories' links: any write of the tenant's relations
-        # drops every kept one, see Runtime.links_written)
-        out.update(rt.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids - alone, near))
+        # drops every kept one, see RecallCache.links_written)
+        out.update(rt.caches.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids - alone, near))
     return out
 
 
@@ -422,12 +423,12 @@ def _whole_tenant(rt: Runtime, conn: Connection, tenant: str, kind: str,
                   read: Callable[[list[str]], Mapping[str, tuple[Any, ...]]]) -> None:
     """Keep the links of ``kind`` of every active memory of a small tenant
     (:data:`WHOLE_TENANT_LINKS`) when none are kept yet; ``read`` as for
-    :meth:`Runtime.links_of`."""
-    if rt.kept_links(tenant, kind) or _tenant_size(rt, conn, tenant) > WHOLE_TENANT_LINKS:
+    :meth:`RecallCache.links_of`."""
+    if rt.caches.kept_links(tenant, kind) or _tenant_size(rt, conn, tenant) > WHOLE_TENANT_LINKS:
         return
     ids = [r[0] for r in rt.sql.memories.active_rows(conn, tenant, ["id"])]
     if ids:
-        rt.links_of(tenant, kind, ids, read)
+        rt.caches.links_of(tenant, kind, ids, read)
 
 
 def _context(rt: Runtime, conn: Connection, col: VectorCollection, req: RecallRequest,
@@ -536,22 +537,22 @@ def _tenant_size(rt: Runtime, conn: Connection, tenant: str) -> int:
 
 def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     """The tenant's entity index (names, document frequencies, label vectors), cached."""
-    idx = rt.entity_indexes.get(tenant)
+    idx = rt.caches.entity_indexes.get(tenant)
     if idx is not None:
         return idx
-    epoch = rt.index_epoch(tenant)
+    epoch = rt.caches.index_epoch(tenant)
     rows = rt.sql.graph.entity_counts(conn, tenant)
     names = [r[0] for r in rows]
     labels = [ent.entity_label(n) for n in names]
     df = {r[0]: int(r[1]) for r in rows}
     # Label vectors outlive the index (which every add drops): only new labels are embedded.
-    known = rt.label_vectors
+    known = rt.caches.label_vectors
     new = [lb for lb in dict.fromkeys(labels) if lb not in known]
     if new:
         known.update(zip(new, rt.embedder.embed_documents(new), strict=True))
     matrix = np.stack([known[lb] for lb in labels]) if labels else None
     idx = EntityIndex(labels=labels, names=names, df=df, matrix=matrix)
-    rt.keep_index(rt.entity_indexes, tenant, idx, epoch)
+    rt.caches.keep_index(rt.caches.entity_indexes, tenant, idx, epoch)
     return idx
 
 
@@ -671,20 +672,20 @@ def _boost_entity(rt: Runtime, conn: Connection, col: VectorCollection, req: Rec
 def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
     """The tenant's use cues (the queries its memories were used for, embedded) and use
     counts, cached until the next use is recorded."""
-    idx = rt.cue_indexes.get(tenant)
+    idx = rt.caches.cue_indexes.get(tenant)
     if idx is not None:
         return idx
-    epoch = rt.index_epoch(tenant)
+    epoch = rt.caches.index_epoch(tenant)
     record = use_record(rt.sql, conn, tenant)
     ids = [mid for mid, _ in record.cues]
     queries = [q for _, q in record.cues]
-    new = [q for q in dict.fromkeys(queries) if q not in rt.cue_vectors]
+    new = [q for q in dict.fromkeys(queries) if q not in rt.caches.cue_vectors]
     if new:
-        rt.cue_vectors.update(zip(new, (query_vector(rt, q) for q in new), strict=True))
-    matrix = np.stack([rt.cue_vectors[q] for q in queries]) if queries else None
+        rt.caches.cue_vectors.update(zip(new, (query_vector(rt, q) for q in new), strict=True))
+    matrix = np.stack([rt.caches.cue_vectors[q] for q in queries]) if queries else None
     idx = CueIndex(ids=ids, queries=queries, matrix=matrix, uses=record.uses,
                    fails=record.fails)
-    rt.keep_index(rt.cue_indexes, tenant, idx, epoch)
+    rt.caches.keep_index(rt.caches.cue_indexes, tenant, idx, epoch)
     return idx
 
 
@@ -776,7 +777,7 @@ class _Spreader:
         """``{id: what it spreads along}`` for ``frontier``: its edges of a spreading type
         (``Graph.edges_around``: those leaving it, and the strongest of the symmetric
         types that point at it), strongest first, as ``(-weight, other end, type, src,
-        strength)``. Each memory's are read once and kept (:meth:`Runtime.links_of`) until a
+        strength)``. Each memory's are read once and kept (:meth:`RecallCache.links_of`) until a
         write that changes them."""
         type_weight = self.type_weight
 
@@ -795,7 +796,7 @@ class _Spreader:
             return {m: tuple(sorted(out)) for m, out in got.items()}
 
         _whole_tenant(self.rt, self.conn, self.req.tenant, "spread", read)
-        return self.rt.links_of(self.req.tenant, "spread", frontier, read)
+        return self.rt.caches.links_of(self.req.tenant, "spread", frontier, read)
 
     def _choose(self, lists: Mapping[str, tuple[Any, ...]], level: Mapping[str, float]
                 ) -> list[act.Edge]:
@@ -977,7 +978,7 @@ def _score(rt: Runtime, conn: Connection, req: RecallRequest, c: Candidates) -> 
 def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
            ) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
     """``{id: (the memories it contradicts, those it supersedes)}``, each memory's read once
-    and kept (:meth:`Runtime.links_of`) until a write that changes its relations."""
+    and kept (:meth:`RecallCache.links_of`) until a write that changes its relations."""
 
     def read(ask: list[str]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
         contra: dict[str, set[str]] = {m: set() for m in ask}
@@ -994,7 +995,7 @@ def _links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
     if not ids:
         return {}
     _whole_tenant(rt, conn, tenant, "hidden", read)
-    return rt.links_of(tenant, "hidden", ids, read)
+    return rt.caches.links_of(tenant, "hidden", ids, read)
 
 
 def summary(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -1027,7 +1028,7 @@ def _touch(rt: Runtime, req: RecallRequest, hits: list[Hit]) -> None:
     uses the answer (every later read of this process waits for them)."""
     cfg = rt.config
     if req.query:
-        rt.note_queries(req.tenant, [h.memory.id for h in hits], req.query)
+        rt.caches.note_queries(req.tenant, [h.memory.id for h in hits], req.query)
     accessed = [(h.memory.id, h.score) for h in hits]
     at = to_ts(req.now)
     rt.sql.defer(lambda conn: rt.sql.events.record_access(

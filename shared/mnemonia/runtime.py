@@ -1,5 +1,6 @@
-"""What every layer below the front door receives: config, clock, embedder, the two stores, the
-entity cache, and the ``writing()`` / ``reading()`` scopes.
+"""What every layer below the front door receives: config, clock, embedder, the two stores,
+recall's caches (:class:`~mnemonia.caches.RecallCache`, one attribute), and the ``writing()`` /
+``reading()`` scopes.
 
 :class:`~mnemonia.engine.MemoryEngine` builds one :class:`Runtime` when it opens a store and
 hands it to :mod:`mnemonia.ingest`, :mod:`mnemonia.recall`, :mod:`mnemonia.lifecycle`,
@@ -12,11 +13,9 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -24,74 +23,26 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 
 from mnemonia import entities as ent
+from mnemonia.caches import RecallCache
 from mnemonia.config import MnemoniaConfig
-from mnemonia.embeddings import Embedder, QueryCache, Reranker
+from mnemonia.embeddings import Embedder, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
 from mnemonia.store.chroma import ChromaIndex
 from mnemonia.store.database import Connection
 from mnemonia.store.lease import WriterLease, new_holder
 from mnemonia.store.repository import SideStore
-from mnemonia.store.rowcache import split_kept
 from mnemonia.store.vectors import VectorCollection, VectorIndex
 
-__all__ = ["EntityIndex", "Runtime", "StoreLock", "Summariser", "TermIndex", "store_folder",
-           "store_folders"]
+__all__ = ["Runtime", "StoreLock", "Summariser", "store_folder", "store_folders"]
 
 Summariser = Callable[[list[str]], str]
 """``texts -> text``: writes a concept's text in consolidation (e.g. an LLM)."""
 
 
-@dataclass
-class EntityIndex:
-    """Per-tenant entity names, document frequencies and label vectors, kept in memory."""
-
-    labels: list[str]
-    names: list[str]
-    df: dict[str, int]
-    matrix: np.ndarray | None
-    active: int | None = None  # active memories of the tenant, read once (recall's IDF)
-    # first 3+ character word of a name -> (name, all its 3+ character words), built once
-    by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
-
-
-@dataclass
-class TermIndex:
-    """The words memories use that have a word vector (for the store's model, every
-    tenant's), kept in memory for recall's keyword expansion; rebuilt after enrichment."""
-
-    terms: list[str]
-    matrix: np.ndarray | None
-    position: dict[str, int]
-    stems: dict[str, list[str]] | None = None  # {Porter stem: its terms}, built when asked
-
-
-@dataclass
-class CueIndex:
-    """Per-tenant use cues: the queries memories were used for (with their vectors), and how
-    often each memory was used or failed; kept in memory, rebuilt after a use is recorded."""
-
-    ids: list[str]
-    queries: list[str]
-    matrix: np.ndarray | None
-    uses: dict[str, int]
-    fails: dict[str, int]
-
-
-_Index = TypeVar("_Index")
 _Result = TypeVar("_Result")
 
-RECENT_QUERIES = 4096
-"""Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
 HELPER_THREADS = 4
 """Helper threads per engine for the side work of recalls running at the same time."""
-KEPT_MEMORIES = 200_000
-"""Memories whose keyword words recall keeps in memory, and per tenant and kind of link,
-memories whose links it keeps (past this many a cache starts afresh)."""
-
-NEAR_LINKS = "near"
-"""Kinds of kept links named with this prefix are neighbourhoods (what lies within some
-hops of a memory): they depend on other memories' links, so a write of any relation of the
-tenant drops all of them."""
 
 
 class StoreLock:
@@ -194,30 +145,11 @@ class Runtime:
         self.summariser = summariser
         self.extract: ent.EntityExtractor = entity_extractor or ent.extract_entities
         self.type_weights: dict[str, float] = dict(config.relation_types)
-        self.query_cache = QueryCache(config.query_cache_size)
-        self.entity_indexes: dict[str, EntityIndex] = {}
-        # Label vectors outlive the entity indexes (which every add drops).
-        self.label_vectors: dict[str, np.ndarray] = {}
-        self.cue_indexes: dict[str, CueIndex] = {}
-        self.cue_vectors: dict[str, np.ndarray] = {}
-        self.term_index: TermIndex | None = None
-        self.word_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query words
-        self.word_expansions: dict[str, dict[str, float]] = {}  # query word -> related words
-        # tenant -> memory id -> the query of the last recall (with touches) that returned it
-        self.recent_queries: dict[str, OrderedDict[str, str]] = {}
-        self.last_recall: dict[str, list[str]] = {}  # tenant -> ids of its last recall
         self.known_tenants: set[str] = set()
-        # memory id -> (text, metadata, created_at, keyword words, speaker) (recall's fusion)
-        self.keyword_words: dict[str, tuple[str, str, float, frozenset[str], str | None]] = {}
-        # tenant -> kind -> memory id -> its links, as recall read them: "follows" (the
-        # memories it follows or that follow it), "spread" (what spreading
-        # may follow from it, strongest first), "hidden" (its contradictions and supersessions)
-        self.links: dict[str, dict[str, dict[str, tuple[Any, ...]]]] = {}
-        self._written: dict[str, set[str]] = {}  # tenant -> ids whose relations a write changes
+        self.caches = RecallCache(config.query_cache_size)  # every cache recall keeps
         self.closed = False
         self._lock = threading.RLock()
-        self._cache_lock = threading.Lock()  # the index caches, their epochs, recent queries
-        self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
+        self._helpers_lock = threading.Lock()  # making and closing the helper threads
         self._folder_lock = lock
         self._helpers: ThreadPoolExecutor | None = None  # recall's side work (aside)
 
@@ -288,7 +220,7 @@ class Runtime:
     def aside(self, fn: Callable[..., _Result], /, *args: Any) -> Future[_Result]:
         """``fn(*args)`` on a helper thread (recall reads its keyword side there while the
         query is embedded); the result or the error comes from the future."""
-        with self._cache_lock:
+        with self._helpers_lock:
             self.check_open()  # no new helper threads for a closed engine
             if self._helpers is None:
                 self._helpers = ThreadPoolExecutor(max_workers=HELPER_THREADS,
@@ -300,7 +232,7 @@ class Runtime:
         if self.closed:
             return
         self.closed = True
-        with self._cache_lock:
+        with self._helpers_lock:
             helpers, self._helpers = self._helpers, None
         if helpers is not None:
             helpers.shutdown(wait=True)
@@ -341,137 +273,6 @@ class Runtime:
         if missing and col is not None:
             out.update(self.vectors.get_vectors(col, missing))
         return out
-
-    def forget_terms(self) -> None:
-        """Drop the word-vector index (new words got vectors)."""
-        self.term_index = None
-        self.word_expansions = {}
-
-    def index_epoch(self, tenant: str) -> int:
-        """How often the tenant's entity or cue index was dropped so far: read it before the
-        reads an index is built from, and hand it to :meth:`keep_index`."""
-        return self._index_epochs.get(tenant, 0)
-
-    def keep_index(self, cache: dict[str, _Index], tenant: str, index: _Index,
-                   epoch: int) -> None:
-        """Cache ``index`` unless a write dropped the tenant's indexes since ``epoch``: its
-        reads may then predate that write (another thread's), so it serves only the recall
-        that built it and the next one builds afresh."""
-        with self._cache_lock:
-            if self._index_epochs.get(tenant, 0) == epoch:
-                cache[tenant] = index
-
-    def _drop_index(self, cache: dict[str, Any], tenant: str) -> None:
-        with self._cache_lock:
-            self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
-            cache.pop(tenant, None)
-
-    def forget_entities(self, tenant: str) -> None:
-        """Drop the tenant's entity index (it is rebuilt on the next recall), and the kept
-        links of the memories whose relations were written since (:meth:`links_written`)."""
-        self._drop_index(self.entity_indexes, tenant)
-        self._forget_written(tenant)
-
-    def forget_links(self, tenant: str) -> None:
-        """Drop all the tenant's kept links (read again as recall needs them)."""
-        self._drop_index(self.links, tenant)
-
-    def links_written(self, tenant: str, ids: Iterable[str]) -> None:
-        """Relations of ``ids`` are being written: their kept links are dropped now, and
-        again by the :meth:`forget_entities` that follows the write's commit (a recall
-        between the two may have read and kept the links as they were before)."""
-        ids = set(ids)
-        with self._cache_lock:
-            self._written.setdefault(tenant, set()).update(ids)
-            self._drop_links(tenant, ids)
-
-    def _forget_written(self, tenant: str) -> None:
-        with self._cache_lock:
-            self._drop_links(tenant, self._written.pop(tenant, set()))
-
-    def _drop_links(self, tenant: str, ids: set[str]) -> None:
-        """Drop the kept links of ``ids``, and every kept neighbourhood (:data:`NEAR_LINKS`),
-        the cache lock held, so that a recall that read them before cannot keep them (the
-        epoch moves)."""
-        if not ids:
-            return
-        self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
-        for kind, kept in self.links.get(tenant, {}).items():
-            if kind.startswith(NEAR_LINKS):
-                kept.clear()
-                continue
-            for mid in ids:
-                kept.pop(mid, None)
-
-    def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
-        """The links of ``kind`` kept for the tenant's memories (by memory id)."""
-        return self.links.get(tenant, {}).get(kind) or {}
-
-    def links_of(self, tenant: str, kind: str, ids: Iterable[str],
-                 read: Callable[[list[str]], Mapping[str, tuple[Any, ...]]]
-                 ) -> dict[str, tuple[Any, ...]]:
-        """The links of ``kind`` of each of ``ids``: the kept ones, and for the others what
-        ``read(ids not kept)`` answers (for each id it is given), which is kept too."""
-        known = self.kept_links(tenant, kind)
-        epoch = self.index_epoch(tenant)
-        out, ask = split_kept(known, ids)
-        if ask:
-            learned = read(sorted(ask))
-            self.keep_links(tenant, kind, learned, epoch)
-            out.update(learned)
-        return out
-
-    def keep_links(self, tenant: str, kind: str, links: Mapping[str, tuple[Any, ...]],
-                   epoch: int) -> None:
-        """Keep the links of ``kind`` of some memories, unless a write dropped the tenant's
-        indexes since ``epoch`` (see :meth:`keep_index`)."""
-        with self._cache_lock:
-            if self._index_epochs.get(tenant, 0) != epoch:
-                return
-            known = self.links.setdefault(tenant, {}).setdefault(kind, {})
-            if len(known) + len(links) > KEPT_MEMORIES:
-                known.clear()
-            known.update(links)
-
-    def keep_keyword_words(self, memory_id: str,
-                           entry: tuple[str, str, float, frozenset[str], str | None]) -> None:
-        """Cache the keyword words of one memory (checked against its text, metadata and
-        time when read back, so an edited memory is tokenised afresh)."""
-        with self._cache_lock:
-            if len(self.keyword_words) >= KEPT_MEMORIES:
-                self.keyword_words.clear()
-            self.keyword_words[memory_id] = entry
-
-    def forget_indexes(self, tenant: str) -> None:
-        """Drop the tenant's entity and cue indexes: its memories and events changed
-        wholesale (an import, a repair, a purge)."""
-        self.forget_entities(tenant)
-        self.forget_cues(tenant)
-        self.forget_links(tenant)
-
-    def forget_cues(self, tenant: str) -> None:
-        """Drop the tenant's cue index (it is rebuilt on the next recall)."""
-        self._drop_index(self.cue_indexes, tenant)
-
-    def note_queries(self, tenant: str, ids: Sequence[str], query: str) -> None:
-        """Remember that ``query`` recalled ``ids`` (the cue of a use reported later)."""
-        with self._cache_lock:  # recalls on several threads: no pop between set and move
-            self.last_recall[tenant] = list(ids)
-            recent = self.recent_queries.setdefault(tenant, OrderedDict())
-            for mid in ids:
-                recent[mid] = query
-                recent.move_to_end(mid)
-            while len(recent) > RECENT_QUERIES:
-                recent.popitem(last=False)
-
-    def last_recalled(self, tenant: str) -> list[str]:
-        """Ids of the tenant's last recall with touches in this process (none: ``[]``)."""
-        return list(self.last_recall.get(tenant, ()))
-
-    def query_of(self, tenant: str, memory_id: str) -> str | None:
-        """The query of the last recall in this process that returned the memory, if any."""
-        recent = self.recent_queries.get(tenant)
-        return recent.get(memory_id) if recent is not None else None
 
     def tenants(self) -> list[str]:
         with self.reading() as conn:

@@ -220,7 +220,7 @@ def test_kept_session_links_follow_a_new_follows_relation(tmp_path: Path,
         query = "favourite food"
         before = _hit(engine.recall(query, tenant="t", k=20, min_activation=0, touch=False),
                       lone).explanation.seed
-        assert engine.runtime.kept_links("t", "follows")  # kept after the first recall
+        assert engine.runtime.caches.kept_links("t", "follows")  # kept after the first recall
         engine.relate(answer, lone, "follows", tenant="t")
         after = _hit(engine.recall(query, tenant="t", k=20, min_activation=0, touch=False),
                      lone).explanation.seed
@@ -235,7 +235,7 @@ def test_kept_links_follow_new_turns_and_survive_other_writes(tmp_path: Path,
     with _open(tmp_path, clock) as engine:
         _question, answer = _session(engine, clock)
         engine.recall("favourite food", tenant="t", k=20, min_activation=0, touch=False)
-        kept = engine.runtime.kept_links("t", "follows")
+        kept = engine.runtime.caches.kept_links("t", "follows")
         last = next(m.id for m in engine.list(tenant="t", session_id="s1")
                     if m.text == "Nice! See you soon")
         assert answer in kept and last in kept
@@ -243,13 +243,13 @@ def test_kept_links_follow_new_turns_and_survive_other_writes(tmp_path: Path,
         clock.advance(timedelta(seconds=10))
         new = engine.add("Oh, and olives on everything", tenant="t", session_id="s1").id
         engine.enrich(tenant="t")
-        kept = engine.runtime.kept_links("t", "follows")
+        kept = engine.runtime.caches.kept_links("t", "follows")
         assert last not in kept  # it gained a follower
         assert others - set(kept) <= {m for r in engine.relations(new, tenant="t")
                                       for m in (r.src, r.dst)}
         assert answer in kept or answer in {r.dst for r in engine.relations(new, tenant="t")}
         engine.recall("favourite food", tenant="t", k=20, min_activation=0, touch=False)
-        assert new in engine.runtime.kept_links("t", "follows")[last]
+        assert new in engine.runtime.caches.kept_links("t", "follows")[last]
 
 
 def test_kept_keyword_words_follow_a_rewritten_item(tmp_path: Path, clock: ManualClock) -> None:
@@ -268,7 +268,7 @@ def test_kept_keyword_words_follow_a_rewritten_item(tmp_path: Path, clock: Manua
         query = "greenhouse glass"
         first = engine.recall(query, tenant=tenant, k=2, min_activation=0, touch=False)
         mid = next(h.memory.id for h in first.memories if "lake" in h.memory.text)
-        assert mid in engine.runtime.keyword_words
+        assert mid in engine.runtime.caches.keyword_words
         assert _hit(first, mid).explanation.keyword == 0.0
         engine.items.put([ItemWrite(namespace=ns, key="trip", value={},
                                     text="the greenhouse needs new glass")])

@@ -184,7 +184,7 @@ def test_a_turn_added_to_a_session_joins_the_kept_neighbourhoods_two_turns_away(
         first, second, third = turns
         engine.enrich(tenant="t")  # the follows relations
         engine.recall("Priya budget March", tenant="t", touch=False, min_activation=0.0)
-        kept = engine.runtime.kept_links("t", "near2")
+        kept = engine.runtime.caches.kept_links("t", "near2")
         assert set(kept[second]) == {first, third}
         # the new turn follows the third: the second turn (not itself written) now has it
         # two turns away
@@ -193,7 +193,7 @@ def test_a_turn_added_to_a_session_joins_the_kept_neighbourhoods_two_turns_away(
                             session_id="s1").id
         engine.enrich(tenant="t")
         engine.recall("Priya budget March", tenant="t", touch=False, min_activation=0.0)
-        kept = engine.runtime.kept_links("t", "near2")
+        kept = engine.runtime.caches.kept_links("t", "near2")
         assert set(kept[second]) == {first, third, fourth}
 
 
@@ -225,11 +225,11 @@ def test_a_small_tenants_links_are_read_at_once_and_rank_the_same(
         everyone = {m.id for m in engine.list(tenant="t")}
         whole = _rankings(engine)
         for kind in ("follows", "spread", "hidden"):
-            assert set(engine.runtime.kept_links("t", kind)) == everyone
+            assert set(engine.runtime.caches.kept_links("t", kind)) == everyone
     monkeypatch.setattr(recall_mod, "WHOLE_TENANT_LINKS", 0)
     with _open(tmp_path / "s", ManualClock(clock.now())) as engine:
         first = engine.recall(QUESTIONS[0], tenant="t", k=8, touch=False, min_activation=0.0)
-        assert set(engine.runtime.kept_links("t", "spread")) < everyone  # a few at a time
+        assert set(engine.runtime.caches.kept_links("t", "spread")) < everyone  # a few at a time
         few = _rankings(engine)
     assert [(h.memory.id, h.score) for h in first.memories] == whole[0]
     assert few == whole
@@ -243,8 +243,8 @@ def test_links_read_at_once_see_a_later_write(tmp_path: Path) -> None:
         new = engine.add("The cat now prefers tuna over salmon", tenant="t", session_id="s3",
                          speaker="Ana").id
         engine.enrich(tenant="t")
-        kept = engine.runtime.kept_links("t", "follows")
+        kept = engine.runtime.caches.kept_links("t", "follows")
         assert all(new not in links for links in kept.values())  # the writes dropped them
         engine.recall("what does the cat like", tenant="t", touch=False)
-        follows = engine.runtime.kept_links("t", "follows")
+        follows = engine.runtime.caches.kept_links("t", "follows")
         assert any(new in links for links in follows.values())

@@ -362,11 +362,11 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
             _mark_group(rt, tenant, group, cid, free, states[cid], rows, nowts, w)
         rt.sql.memories.update_each(conn, w.marks, ("consolidated_into",))
         rt.sql.memories.update_each(conn, w.raised, ("state",))
-        rt.links_written(tenant, {m for src, dst, _ in w.edges for m in (src, dst)})
+        rt.caches.links_written(tenant, {m for src, dst, _ in w.edges for m in (src, dst)})
         rt.sql.graph.insert_edges(conn, tenant, w.edges, nowts)
         rt.sql.events.insert_events(conn, w.events)
     if w.to_enrich:
         ingest.enrich_ids(rt, tenant, w.to_enrich)
-    rt.forget_entities(tenant)
+    rt.caches.forget_entities(tenant)
     created = [c for c in cids if c not in existing and c in states]
     return created, w.marked

@@ -64,7 +64,7 @@ def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
             tenant, i, "evicted", nowts,
             {"deleted_at": None, "priority": round(by_id[i].priority, 6)},
             {"deleted_at": now.isoformat(), "reason": reason}) for i in chosen])
-    rt.forget_entities(tenant)
+    rt.caches.forget_entities(tenant)
     return chosen
 
 

@@ -195,7 +195,7 @@ def _check_use(rt: Runtime, tenant: str, reply: Any, recalled_ids: Any) -> list[
     if not isinstance(reply, str):
         raise InvalidInputError(f"reply must be a string, got {type(reply).__name__}")
     if recalled_ids is None:
-        return rt.last_recalled(tenant)
+        return rt.caches.last_recalled(tenant)
     if isinstance(recalled_ids, RecallResult):
         return list(recalled_ids.ids)
     if isinstance(recalled_ids, str) or not isinstance(recalled_ids, Sequence | set | frozenset):
@@ -236,7 +236,7 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
         if share >= ECHO_MIN_SHARE and len(shared) >= min(2, len(words)):
             used.append(mid)
             cue = recalled_ids.query if isinstance(recalled_ids, RecallResult) \
-                else rt.query_of(tenant, mid)
+                else rt.caches.query_of(tenant, mid)
             events.append(rt.sql.events.event_row(tenant, mid, "used", nowts, None,
                                                   {"quality": REACTIVE_USE_QUALITY,
                                                    "overlap": round(share, 3),
@@ -244,5 +244,5 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
     if events:
         with rt.writing() as conn:
             rt.sql.events.insert_events(conn, events)
-        rt.forget_cues(tenant)
+        rt.caches.forget_cues(tenant)
     return used

@@ -581,7 +581,7 @@ def _undo(rt: Runtime, status: str) -> int:
         rt.sql.kv.kv_delete(conn, [k for k, _ in rt.sql.kv.kv_items(conn, JOURNAL + status[2:])])
         unknown = [t for t in by_tenant if rt.sql.collections.collection_row(conn, t) is None]
     for tenant in by_tenant:
-        rt.forget_indexes(tenant)
+        rt.caches.forget_indexes(tenant)
     for tenant in unknown:  # the import made this collection: nothing else is in it
         col = rt.vectors.collection(tenant, model=rt.embedder.name, dimension=0, create=False)
         if col is not None and rt.vectors.count(col) == 0:
@@ -663,7 +663,7 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
                 log.exception("undoing the import %s failed; the next open will", plan.iid)
             raise
         for tenant in plan.tenants:
-            rt.forget_indexes(tenant)
+            rt.caches.forget_indexes(tenant)
             rt.collection(tenant, create=True)  # a tenant without memories has one too
             _term_vectors(rt, tenant)
         if replaced:

@@ -1,0 +1,243 @@
+"""Recall's caches: what recall keeps in memory between calls, in one object
+(:class:`RecallCache`, ``Runtime.caches``), and how a write drops what it made stale.
+
+Kept here: each tenant's entity index (names, document frequencies, label vectors) and cue
+index (use cues and counts, cue vectors), the word-vector index of keyword expansion (word
+vectors of query words, their expansions), the query embeddings, the keyword words of each
+memory, each memory's links as recall read them, and what the last recalls returned (the
+cue of a use reported later).
+
+Everything kept is read from the store; a write that changes what an index was built from
+drops it (it is built again on the next recall that needs it). A recall that read before a
+write must not keep what it built after the write dropped it: every drop moves the tenant's
+epoch, and an index is kept only if the epoch did not move since its reads began
+(:meth:`RecallCache.index_epoch`, :meth:`RecallCache.keep_index`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from mnemonia.embeddings import QueryCache
+from mnemonia.store.rowcache import split_kept
+
+__all__ = ["KEPT_MEMORIES", "NEAR_LINKS", "RECENT_QUERIES", "CueIndex", "EntityIndex",
+           "RecallCache", "TermIndex"]
+
+
+@dataclass
+class EntityIndex:
+    """Per-tenant entity names, document frequencies and label vectors, kept in memory."""
+
+    labels: list[str]
+    names: list[str]
+    df: dict[str, int]
+    matrix: np.ndarray | None
+    active: int | None = None  # active memories of the tenant, read once (recall's IDF)
+    # first 3+ character word of a name -> (name, all its 3+ character words), built once
+    by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
+
+
+@dataclass
+class TermIndex:
+    """The words memories use that have a word vector (for the store's model, every
+    tenant's), kept in memory for recall's keyword expansion; rebuilt after enrichment."""
+
+    terms: list[str]
+    matrix: np.ndarray | None
+    position: dict[str, int]
+    stems: dict[str, list[str]] | None = None  # {Porter stem: its terms}, built when asked
+
+
+@dataclass
+class CueIndex:
+    """Per-tenant use cues: the queries memories were used for (with their vectors), and how
+    often each memory was used or failed; kept in memory, rebuilt after a use is recorded."""
+
+    ids: list[str]
+    queries: list[str]
+    matrix: np.ndarray | None
+    uses: dict[str, int]
+    fails: dict[str, int]
+
+
+_Index = TypeVar("_Index")
+
+RECENT_QUERIES = 4096
+"""Memories per tenant whose last recall query is remembered (for the cue of a later use)."""
+KEPT_MEMORIES = 200_000
+"""Memories whose keyword words recall keeps in memory, and per tenant and kind of link,
+memories whose links it keeps (past this many a cache starts afresh)."""
+
+NEAR_LINKS = "near"
+"""Kinds of kept links named with this prefix are neighbourhoods (what lies within some
+hops of a memory): they depend on other memories' links, so a write of any relation of the
+tenant drops all of them."""
+
+KeywordWords = tuple[str, str, float, frozenset[str], str | None]
+"""(text, metadata, created_at, keyword words, speaker) of one memory (recall's fusion)."""
+
+
+class RecallCache:
+    """Every cache recall keeps between calls, for one open store (thread-safe)."""
+
+    def __init__(self, query_cache_size: int) -> None:
+        self.query_cache = QueryCache(query_cache_size)  # query text -> its embedding
+        self.entity_indexes: dict[str, EntityIndex] = {}
+        # Label vectors outlive the entity indexes (which every add drops).
+        self.label_vectors: dict[str, np.ndarray] = {}
+        self.cue_indexes: dict[str, CueIndex] = {}
+        self.cue_vectors: dict[str, np.ndarray] = {}
+        self.term_index: TermIndex | None = None
+        self.word_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query words
+        self.word_expansions: dict[str, dict[str, float]] = {}  # query word -> related words
+        # tenant -> memory id -> the query of the last recall (with touches) that returned it
+        self.recent_queries: dict[str, OrderedDict[str, str]] = {}
+        self.last_recall: dict[str, list[str]] = {}  # tenant -> ids of its last recall
+        # memory id -> (text, metadata, created_at, keyword words, speaker) (recall's fusion)
+        self.keyword_words: dict[str, KeywordWords] = {}
+        # tenant -> kind -> memory id -> its links, as recall read them: "follows" (the
+        # memories it follows or that follow it), "spread" (what spreading
+        # may follow from it, strongest first), "hidden" (its contradictions and supersessions)
+        self.links: dict[str, dict[str, dict[str, tuple[Any, ...]]]] = {}
+        self._written: dict[str, set[str]] = {}  # tenant -> ids whose relations a write changes
+        self._lock = threading.Lock()  # the index caches, their epochs, recent queries
+        self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
+
+    # -- keeping -----------------------------------------------------------------------------
+    def index_epoch(self, tenant: str) -> int:
+        """How often the tenant's entity or cue index was dropped so far: read it before the
+        reads an index is built from, and hand it to :meth:`keep_index`."""
+        return self._index_epochs.get(tenant, 0)
+
+    def keep_index(self, cache: dict[str, _Index], tenant: str, index: _Index,
+                   epoch: int) -> None:
+        """Cache ``index`` unless a write dropped the tenant's indexes since ``epoch``: its
+        reads may then predate that write (another thread's), so it serves only the recall
+        that built it and the next one builds afresh."""
+        with self._lock:
+            if self._index_epochs.get(tenant, 0) == epoch:
+                cache[tenant] = index
+
+    def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
+        """The links of ``kind`` kept for the tenant's memories (by memory id)."""
+        return self.links.get(tenant, {}).get(kind) or {}
+
+    def links_of(self, tenant: str, kind: str, ids: Iterable[str],
+                 read: Callable[[list[str]], Mapping[str, tuple[Any, ...]]]
+                 ) -> dict[str, tuple[Any, ...]]:
+        """The links of ``kind`` of each of ``ids``: the kept ones, and for the others what
+        ``read(ids not kept)`` answers (for each id it is given), which is kept too."""
+        known = self.kept_links(tenant, kind)
+        epoch = self.index_epoch(tenant)
+        out, ask = split_kept(known, ids)
+        if ask:
+            learned = read(sorted(ask))
+            self.keep_links(tenant, kind, learned, epoch)
+            out.update(learned)
+        return out
+
+    def keep_links(self, tenant: str, kind: str, links: Mapping[str, tuple[Any, ...]],
+                   epoch: int) -> None:
+        """Keep the links of ``kind`` of some memories, unless a write dropped the tenant's
+        indexes since ``epoch`` (see :meth:`keep_index`)."""
+        with self._lock:
+            if self._index_epochs.get(tenant, 0) != epoch:
+                return
+            known = self.links.setdefault(tenant, {}).setdefault(kind, {})
+            if len(known) + len(links) > KEPT_MEMORIES:
+                known.clear()
+            known.update(links)
+
+    def keep_keyword_words(self, memory_id: str, entry: KeywordWords) -> None:
+        """Cache the keyword words of one memory (checked against its text, metadata and
+        time when read back, so an edited memory is tokenised afresh)."""
+        with self._lock:
+            if len(self.keyword_words) >= KEPT_MEMORIES:
+                self.keyword_words.clear()
+            self.keyword_words[memory_id] = entry
+
+    def note_queries(self, tenant: str, ids: Sequence[str], query: str) -> None:
+        """Remember that ``query`` recalled ``ids`` (the cue of a use reported later)."""
+        with self._lock:  # recalls on several threads: no pop between set and move
+            self.last_recall[tenant] = list(ids)
+            recent = self.recent_queries.setdefault(tenant, OrderedDict())
+            for mid in ids:
+                recent[mid] = query
+                recent.move_to_end(mid)
+            while len(recent) > RECENT_QUERIES:
+                recent.popitem(last=False)
+
+    def last_recalled(self, tenant: str) -> list[str]:
+        """Ids of the tenant's last recall with touches in this process (none: ``[]``)."""
+        return list(self.last_recall.get(tenant, ()))
+
+    def query_of(self, tenant: str, memory_id: str) -> str | None:
+        """The query of the last recall in this process that returned the memory, if any."""
+        recent = self.recent_queries.get(tenant)
+        return recent.get(memory_id) if recent is not None else None
+
+    # -- dropping ----------------------------------------------------------------------------
+    def forget_terms(self) -> None:
+        """Drop the word-vector index (new words got vectors)."""
+        self.term_index = None
+        self.word_expansions = {}
+
+    def _drop_index(self, cache: dict[str, Any], tenant: str) -> None:
+        with self._lock:
+            self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
+            cache.pop(tenant, None)
+
+    def forget_entities(self, tenant: str) -> None:
+        """Drop the tenant's entity index (it is rebuilt on the next recall), and the kept
+        links of the memories whose relations were written since (:meth:`links_written`)."""
+        self._drop_index(self.entity_indexes, tenant)
+        self._forget_written(tenant)
+
+    def forget_links(self, tenant: str) -> None:
+        """Drop all the tenant's kept links (read again as recall needs them)."""
+        self._drop_index(self.links, tenant)
+
+    def links_written(self, tenant: str, ids: Iterable[str]) -> None:
+        """Relations of ``ids`` are being written: their kept links are dropped now, and
+        again by the :meth:`forget_entities` that follows the write's commit (a recall
+        between the two may have read and kept the links as they were before)."""
+        ids = set(ids)
+        with self._lock:
+            self._written.setdefault(tenant, set()).update(ids)
+            self._drop_links(tenant, ids)
+
+    def _forget_written(self, tenant: str) -> None:
+        with self._lock:
+            self._drop_links(tenant, self._written.pop(tenant, set()))
+
+    def _drop_links(self, tenant: str, ids: set[str]) -> None:
+        """Drop the kept links of ``ids``, and every kept neighbourhood (:data:`NEAR_LINKS`),
+        the cache lock held, so that a recall that read them before cannot keep them (the
+        epoch moves)."""
+        if not ids:
+            return
+        self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
+        for kind, kept in self.links.get(tenant, {}).items():
+            if kind.startswith(NEAR_LINKS):
+                kept.clear()
+                continue
+            for mid in ids:
+                kept.pop(mid, None)
+
+    def forget_indexes(self, tenant: str) -> None:
+        """Drop the tenant's entity and cue indexes: its memories and events changed
+        wholesale (an import, a repair, a purge)."""
+        self.forget_entities(tenant)
+        self.forget_cues(tenant)
+        self.forget_links(tenant)
+
+    def forget_cues(self, tenant: str) -> None:
+        """Drop the tenant's cue index (it is rebuilt on the next recall)."""
+        self._drop_index(self.cue_indexes, tenant)
