@@ -12,6 +12,12 @@ drops it (it is built again on the next recall that needs it). A recall that rea
 write must not keep what it built after the write dropped it: every drop moves the tenant's
 epoch, and an index is kept only if the epoch did not move since its reads began
 (:meth:`RecallCache.index_epoch`, :meth:`RecallCache.keep_index`).
+
+No service drops a cache by hand. A write's scope (``Runtime.writing``, ``exclusive``,
+``changing``) names what the write changes (:class:`Changes`: a tenant's memories, its use
+events, all its relations) and hands it to :meth:`RecallCache.changed` when it ends; the
+store's write methods report, as they write, what only they know (the memories whose
+relations they touch, new word vectors) to :meth:`RecallCache.changing`.
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from mnemonia.embeddings import QueryCache
+from mnemonia.store.changes import Changes
 from mnemonia.store.rowcache import split_kept
 
-__all__ = ["KEPT_MEMORIES", "NEAR_LINKS", "RECENT_QUERIES", "CueIndex", "EntityIndex",
+__all__ = ["KEPT_MEMORIES", "NEAR_LINKS", "RECENT_QUERIES", "Changes", "CueIndex", "EntityIndex",
            "RecallCache", "TermIndex"]
 
 
@@ -183,8 +190,39 @@ class RecallCache:
         recent = self.recent_queries.get(tenant)
         return recent.get(memory_id) if recent is not None else None
 
-    # -- dropping ----------------------------------------------------------------------------
-    def forget_terms(self) -> None:
+    # -- dropping: the one place a write makes recall drop what it kept ---------------------
+    def changing(self, changes: Changes) -> None:
+        """A write method of the store is about to write ``changes``, inside its transaction
+        (:meth:`Database.report <mnemonia.store.database.Database.report>`): the kept links of
+        the memories whose relations it touches are dropped now, and again when the tenant's
+        memories are next reported changed, which the write's scope does after its commit (a
+        recall between the two may have read and kept the links as they were before); new
+        word vectors drop the word index."""
+        if changes.tenant is not None and changes.linked:
+            self._links_written(changes.tenant, changes.linked)
+        if changes.words:
+            self._forget_terms()
+
+    def changed(self, *changes: Changes) -> None:
+        """Writes have ended (committed or rolled back): drop what each of ``changes`` made
+        stale. Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
+        ``changing``) as they end; nothing else drops a cache."""
+        for c in changes:
+            if c.words:
+                self._forget_terms()
+            if c.tenant is None:
+                continue
+            if c.memories:
+                self._forget_entities(c.tenant)
+            if c.uses:
+                self._drop_index(self.cue_indexes, c.tenant)
+            if c.relations:
+                self._drop_index(self.links, c.tenant)
+            if c.linked:
+                with self._lock:
+                    self._drop_links(c.tenant, set(c.linked))
+
+    def _forget_terms(self) -> None:
         """Drop the word-vector index (new words got vectors)."""
         self.term_index = None
         self.word_expansions = {}
@@ -194,28 +232,20 @@ class RecallCache:
             self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
             cache.pop(tenant, None)
 
-    def forget_entities(self, tenant: str) -> None:
+    def _forget_entities(self, tenant: str) -> None:
         """Drop the tenant's entity index (it is rebuilt on the next recall), and the kept
-        links of the memories whose relations were written since (:meth:`links_written`)."""
+        links of the memories whose relations were written since (:meth:`changing`)."""
         self._drop_index(self.entity_indexes, tenant)
-        self._forget_written(tenant)
+        with self._lock:
+            self._drop_links(tenant, self._written.pop(tenant, set()))
 
-    def forget_links(self, tenant: str) -> None:
-        """Drop all the tenant's kept links (read again as recall needs them)."""
-        self._drop_index(self.links, tenant)
-
-    def links_written(self, tenant: str, ids: Iterable[str]) -> None:
+    def _links_written(self, tenant: str, ids: Iterable[str]) -> None:
         """Relations of ``ids`` are being written: their kept links are dropped now, and
-        again by the :meth:`forget_entities` that follows the write's commit (a recall
-        between the two may have read and kept the links as they were before)."""
+        again by the :meth:`_forget_entities` that follows the write's commit."""
         ids = set(ids)
         with self._lock:
             self._written.setdefault(tenant, set()).update(ids)
             self._drop_links(tenant, ids)
-
-    def _forget_written(self, tenant: str) -> None:
-        with self._lock:
-            self._drop_links(tenant, self._written.pop(tenant, set()))
 
     def _drop_links(self, tenant: str, ids: set[str]) -> None:
         """Drop the kept links of ``ids``, and every kept neighbourhood (:data:`NEAR_LINKS`),
@@ -230,14 +260,3 @@ class RecallCache:
                 continue
             for mid in ids:
                 kept.pop(mid, None)
-
-    def forget_indexes(self, tenant: str) -> None:
-        """Drop the tenant's entity and cue indexes: its memories and events changed
-        wholesale (an import, a repair, a purge)."""
-        self.forget_entities(tenant)
-        self.forget_cues(tenant)
-        self.forget_links(tenant)
-
-    def forget_cues(self, tenant: str) -> None:
-        """Drop the tenant's cue index (it is rebuilt on the next recall)."""
-        self._drop_index(self.cue_indexes, tenant)

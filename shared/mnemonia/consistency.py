@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
     EmbeddingModelMismatchError,
@@ -89,10 +90,8 @@ def repair(rt: Runtime, *, mine: bool = False) -> None:
         deleting = [i for i, st in items if st == "deleting"] + claimed
         if col is not None and deleting:
             rt.vectors.delete(col, deleting)
-        with rt.sql.begin() as conn:
+        with rt.changing(Changes.wholesale(tenant)), rt.sql.begin() as conn:
             gone = rt.sql.memories.purge_deleting(conn, tenant, deleting)
-        if gone:
-            rt.caches.forget_indexes(tenant)
         log.info("repaired tenant %s: %d finished, %d undone, %d deletions completed",
                  tenant, finished, len(claimed), len(gone) - len(claimed))
 
@@ -342,17 +341,17 @@ def _reindex(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
 
 
 def _repair_tenant(rt: Runtime, f: _Findings, *, at_open: bool) -> TenantHealth:
-    rebuilt, reembedded = _rebuild(rt, f.tenant, sorted(f.missing)) if f.missing else (0, 0)
-    if f.orphans and not f.rows and not f.known:
-        rt.vectors.delete_collection(f.tenant)  # a tenant the side-store never heard of
-    elif f.orphans:
-        col = _chroma(rt, f.tenant)
-        for chunk in chunks(sorted(f.orphans), REBUILD_BATCH):
-            rt.vectors.delete(col, chunk)
-    # a memory missing from both stores was embedded again and kept in both by _rebuild
-    restored = _restore_side(rt, f.tenant, sorted(f.side_missing - f.missing))
-    reindexed = _reindex(rt, f.tenant, sorted(f.keyword_off)) if f.keyword_off else 0
-    rt.caches.forget_indexes(f.tenant)
+    with rt.changing(Changes.wholesale(f.tenant)):
+        rebuilt, reembedded = _rebuild(rt, f.tenant, sorted(f.missing)) if f.missing else (0, 0)
+        if f.orphans and not f.rows and not f.known:
+            rt.vectors.delete_collection(f.tenant)  # a tenant the side-store never heard of
+        elif f.orphans:
+            col = _chroma(rt, f.tenant)
+            for chunk in chunks(sorted(f.orphans), REBUILD_BATCH):
+                rt.vectors.delete(col, chunk)
+        # a memory missing from both stores was embedded again and kept in both by _rebuild
+        restored = _restore_side(rt, f.tenant, sorted(f.side_missing - f.missing))
+        reindexed = _reindex(rt, f.tenant, sorted(f.keyword_off)) if f.keyword_off else 0
     health = f.health(repaired=True, rebuilt=rebuilt, reembedded=reembedded,
                       orphans_removed=len(f.orphans), side_restored=restored,
                       keyword_reindexed=reindexed)

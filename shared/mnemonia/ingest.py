@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
     InvalidInputError,
@@ -90,7 +91,7 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
     ids = _unique_ids(items)
     # Embed outside any transaction: nothing is written until every vector exists.
     _embed_missing(rt, items)
-    with rt.exclusive():
+    with rt.exclusive(Changes(tenant=tenant, memories=True)):
         with rt.reading() as conn:
             clash = rt.sql.memories.existing_ids(conn, ids)
             found = {r.id: r for r in rt.sql.memories.full_rows(conn, clash)} if clash else {}
@@ -114,7 +115,6 @@ def _add_new(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memo
         _take_back_or_unknown(rt, col, tenant, ids, e)
         raise
     _commit(rt, col, tenant, ids)
-    rt.caches.forget_entities(tenant)
     return [rt.sql.memories.to_memory(r) for r in mem_rows]
 
 
@@ -180,15 +180,13 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
     deleting = [p.id for p in items if p.id in found and found[p.id].status == "deleting"]
     if deleting:
         rt.vectors.delete(col, deleting)
-        with rt.sql.begin() as conn:
+        with rt.changing(Changes.wholesale(tenant)), rt.sql.begin() as conn:
             rt.sql.memories.purge_deleting(conn, tenant, deleting)
-        rt.caches.forget_indexes(tenant)
     if pending:
         ids = [p.id for p in pending]
         rt.vectors.upsert(col, ids, _matrix(pending), [p.embed_text for p in pending],
                           [{"kind": p.kind} for p in pending])
         _commit(rt, col, tenant, ids)
-        rt.caches.forget_entities(tenant)
     with rt.reading() as conn:
         stored = rt.sql.memories.full_rows(conn, [p.id for p in items if p.id in found
                                                   and p.id not in deleting])
@@ -217,7 +215,6 @@ def _take_back(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str]) 
     except StoreError as e:
         log.warning("could not remove %d taken-back rows of tenant %s (%s); closing this "
                     "engine, or the next open, removes them", len(ids), tenant, e)
-    rt.caches.forget_entities(tenant)
 
 
 def replace_or_add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
@@ -243,7 +240,7 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
     _embed_missing(rt, old)
     nowts = to_ts(rt.now())
     ids = [p.id for p in old]
-    with rt.exclusive():
+    with rt.exclusive(Changes(tenant=tenant, memories=True)):
         col = rt.collection(tenant, create=True)
         rt.vectors.upsert(col, ids, _matrix(old), [p.embed_text for p in old],
                           [{"kind": p.kind} for p in old])
@@ -264,7 +261,6 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
                 rt.sql.events.event(conn, tenant, p.id, "updated", nowts,
                                     {"text": r.text if r is not None else None}, {"text": p.text})
             rows = rt.sql.memories.rows(conn, tenant, ids)
-        rt.caches.forget_entities(tenant)
     return {i: rt.sql.memories.to_memory(r) for i, r in rows.items()}
 
 
@@ -371,7 +367,6 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
             for other in rt.sql.graph.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
                 edges.setdefault((p.id, other, "same_entity"), 0.5)
     rt.sql.memories.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
-    rt.caches.links_written(tenant, {m for src, dst, _ in edges for m in (src, dst)})
     added = rt.sql.graph.insert_edges(conn, tenant, edges, nowts)
     store_term_vectors(rt, conn, [p.embed_text for p, _ in items])
     return added
@@ -422,8 +417,8 @@ def enrich_ids(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
         return 0
     added = 0
     ids = list(ids)
-    for start in range(0, len(ids), ENRICH_BATCH):
-        added += _enrich_chunk(rt, col, tenant, ids[start:start + ENRICH_BATCH])
-    rt.caches.forget_entities(tenant)
+    with rt.changing(Changes(tenant=tenant, memories=True)):
+        for start in range(0, len(ids), ENRICH_BATCH):
+            added += _enrich_chunk(rt, col, tenant, ids[start:start + ENRICH_BATCH])
     return added
 

@@ -191,5 +191,4 @@ def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> i
         return 0
     vectors = rt.embedder.embed_documents(missing)
     rt.sql.terms.term_vectors_put(conn, rt.embedder.name, list(zip(missing, vectors, strict=True)))
-    rt.caches.forget_terms()
     return len(missing)

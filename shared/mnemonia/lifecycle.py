@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from mnemonia import validation as check
+from mnemonia.caches import Changes
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.errors import InvalidInputError, MemoryDeletedError
 from mnemonia.models import Event, Memory, Relation
@@ -47,7 +48,7 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
     check.memory_id(memory_id)
     now = rt.now()
     cue = query if query is not None else rt.caches.query_of(tenant, memory_id)
-    with rt.writing() as conn:
+    with rt.writing(Changes(tenant=tenant, uses=True)) as conn:
         mem = rt.sql.memories.memory(conn, tenant, memory_id)
         new_state, utility, values = review_update(mem.sm2, mem.utility, quality, now)
         rt.sql.memories.update_memory(conn, memory_id, **values)
@@ -59,7 +60,6 @@ def feedback(rt: Runtime, tenant: str, memory_id: str, quality: int,
                              "easiness": new_state.easiness,
                              **({"query": cue} if cue else {})})
         out = rt.sql.memories.memory(conn, tenant, memory_id)
-    rt.caches.forget_cues(tenant)
     return out
 
 
@@ -78,7 +78,8 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
     if src == dst:
         raise InvalidInputError(f"a memory cannot relate to itself (id {src!r})")
     now = rt.now()
-    with rt.writing() as conn:
+    # all the tenant's kept links: a ``follows`` relation changes recall's session context
+    with rt.writing(Changes(tenant=tenant, relations=True)) as conn:
         for mid in (src, dst):
             row = rt.sql.memories.row(conn, tenant, mid)  # another tenant's id: not found, no leak
             if row.deleted_at is not None and not allow_deleted:
@@ -86,7 +87,6 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
                     f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
                     f"(engine.restore({mid!r}, tenant={tenant!r})) to relate it")
         rt.sql.graph.upsert_relation(conn, tenant, src, dst, rel_type, s, to_ts(now))
-    rt.caches.forget_links(tenant)  # a ``follows`` relation changes recall's session context
     return Relation(tenant=tenant, src=src, dst=dst, type=rel_type, strength=s,
                     created_at=now)
 
@@ -112,13 +112,12 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
     check.boolean(hard, "hard")
     now = rt.now()
     if not hard:
-        with rt.writing() as conn:
+        with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
             r = rt.sql.memories.row(conn, tenant, memory_id)
             if r.deleted_at is None:
                 rt.sql.memories.update_memory(conn, memory_id, deleted_at=to_ts(now))
                 rt.sql.events.event(conn, tenant, memory_id, "deleted", to_ts(now),
                                     {"deleted_at": None}, {"deleted_at": now.isoformat()})
-        rt.caches.forget_entities(tenant)
         return
     with rt.exclusive():
         with rt.sql.begin() as conn:
@@ -132,7 +131,7 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
     half-way is finished by the next open."""
     if not ids:
         return
-    with rt.exclusive():
+    with rt.exclusive(Changes.wholesale(tenant)):
         with rt.sql.begin() as conn:
             rt.sql.memories.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
         col = rt.collection(tenant, create=False)
@@ -140,14 +139,13 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
             rt.vectors.delete(col, ids)
         with rt.sql.begin() as conn:
             rt.sql.memories.purge(conn, tenant, ids)
-            rt.caches.forget_indexes(tenant)
             rt.sql.memories.clear_references(conn, ids)
 
 
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
     """Bring back a soft-deleted memory whole."""
     now = rt.now()
-    with rt.writing() as conn:
+    with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
         r = rt.sql.memories.row(conn, tenant, memory_id)
         if r.deleted_at is not None:
             rt.sql.memories.update_memory(conn, memory_id, deleted_at=None)
@@ -155,7 +153,6 @@ def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
                                 {"deleted_at": from_ts(r.deleted_at).isoformat()},
                                 {"deleted_at": None})
         mem = rt.sql.memories.memory(conn, tenant, memory_id)
-    rt.caches.forget_entities(tenant)
     return mem
 
 

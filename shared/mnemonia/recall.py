@@ -414,7 +414,7 @@ def _session_neighbours(rt: Runtime, conn: Connection, req: RecallRequest, ids: 
     if len(alone) < len(ids):
         _whole_tenant(rt, conn, req.tenant, "follows", read)
         # (a neighbourhood spans several memories' links: any write of the tenant's relations
-        # drops every kept one, see RecallCache.links_written)
+        # drops every kept one, see RecallCache.changing)
         out.update(rt.caches.links_of(req.tenant, f"{NEAR_LINKS}{window}", ids - alone, near))
     return out
 

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 
 from mnemonia import entities as ent
-from mnemonia.caches import RecallCache
+from mnemonia.caches import Changes, RecallCache
 from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
@@ -123,7 +123,9 @@ class Runtime:
     """The open store and everything the layers below the engine share.
 
     Thread-safe within one process: writers take :meth:`writing` (or hold :meth:`exclusive`
-    across several transactions); readers take :meth:`reading`.
+    across several transactions); readers take :meth:`reading`. A write scope names what
+    its write changes (:class:`~mnemonia.caches.Changes`); recall's caches
+    (:attr:`caches`) drop what it made stale when the scope ends.
     """
 
     def __init__(self, *, vectors: VectorIndex, sql: SideStore, config: MnemoniaConfig,
@@ -147,6 +149,7 @@ class Runtime:
         self.type_weights: dict[str, float] = dict(config.relation_types)
         self.known_tenants: set[str] = set()
         self.caches = RecallCache(config.query_cache_size)  # every cache recall keeps
+        sql.db.on_change = self.caches.changing  # what the store's write methods report
         self.closed = False
         self._lock = threading.RLock()
         self._helpers_lock = threading.Lock()  # making and closing the helper threads
@@ -201,14 +204,30 @@ class Runtime:
     def now(self) -> datetime:
         return self.clock.now()  # type: ignore[no-any-return]
 
-    def exclusive(self) -> threading.RLock:
-        """The write lock alone, for a write that spans several transactions."""
-        return self._lock
+    @contextmanager
+    def changing(self, *changes: Changes) -> Iterator[None]:
+        """A write (of one or more steps) that changes what ``changes`` says: when it ends,
+        committed or not, recall's caches drop what it made stale. The one place they learn
+        of a finished write; the store's write methods report, as they write, what only they
+        know (:meth:`~mnemonia.store.database.Database.report`). Takes no lock: see
+        :meth:`exclusive` and :meth:`writing`."""
+        try:
+            yield
+        finally:
+            self.caches.changed(*changes)
 
     @contextmanager
-    def writing(self) -> Iterator[Connection]:
-        """A transaction under the write lock, committed on leaving."""
-        with self._lock, self.sql.begin() as conn:
+    def exclusive(self, *changes: Changes) -> Iterator[None]:
+        """The write lock alone, for a write that spans several transactions (``changes``:
+        what it changes, as in :meth:`changing`)."""
+        with self.changing(*changes), self._lock:
+            yield
+
+    @contextmanager
+    def writing(self, *changes: Changes) -> Iterator[Connection]:
+        """A transaction under the write lock, committed on leaving (``changes``: what it
+        changes, as in :meth:`changing`)."""
+        with self.changing(*changes), self._lock, self.sql.begin() as conn:
             yield conn
 
     @contextmanager

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia import ingest
+from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, shown
 from mnemonia.maintenance.journal import remember
@@ -350,7 +351,7 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
                                             max_chars=rt.config.max_text_chars))
     nowts = to_ts(rt.now())
     w = _Marking()
-    with rt.writing() as conn:
+    with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
         states = rt.sql.memories.columns_of(conn, cids, ("state", "enriched_at"))
         still = set(rt.sql.memories.select_ids(conn, [i for g in groups for i in g],
                                                consolidated=False, deleted=False))
@@ -362,11 +363,9 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
             _mark_group(rt, tenant, group, cid, free, states[cid], rows, nowts, w)
         rt.sql.memories.update_each(conn, w.marks, ("consolidated_into",))
         rt.sql.memories.update_each(conn, w.raised, ("state",))
-        rt.caches.links_written(tenant, {m for src, dst, _ in w.edges for m in (src, dst)})
         rt.sql.graph.insert_edges(conn, tenant, w.edges, nowts)
         rt.sql.events.insert_events(conn, w.events)
     if w.to_enrich:
         ingest.enrich_ids(rt, tenant, w.to_enrich)
-    rt.caches.forget_entities(tenant)
     created = [c for c in cids if c not in existing and c in states]
     return created, w.marked

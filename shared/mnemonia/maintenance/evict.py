@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemonia.caches import Changes
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.ranking import (
@@ -57,14 +58,13 @@ def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
                  by_id: dict[str, prio.EvictionCandidate], now: datetime, reason: str
                  ) -> list[str]:
     nowts = to_ts(now)
-    with rt.writing() as conn:
+    with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
         keep = set(rt.sql.memories.soft_delete(conn, chosen, nowts))
         chosen = [i for i in chosen if i in keep]
         rt.sql.events.insert_events(conn, [rt.sql.events.event_row(
             tenant, i, "evicted", nowts,
             {"deleted_at": None, "priority": round(by_id[i].priority, 6)},
             {"deleted_at": now.isoformat(), "reason": reason}) for i in chosen])
-    rt.caches.forget_entities(tenant)
     return chosen
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from mnemonia.caches import Changes
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.errors import InvalidInputError, shown
 from mnemonia.lifecycle import review_update
@@ -242,7 +243,6 @@ def report_use(rt: Runtime, reply: str, recalled_ids: Sequence[str] | RecallResu
                                                    "overlap": round(share, 3),
                                                    **({"query": cue} if cue else {})}))
     if events:
-        with rt.writing() as conn:
+        with rt.writing(Changes(tenant=tenant, uses=True)) as conn:
             rt.sql.events.insert_events(conn, events)
-        rt.caches.forget_cues(tenant)
     return used

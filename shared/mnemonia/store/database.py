@@ -1,7 +1,7 @@
 """The database under every store class: the SQLAlchemy engine, sessions (transactions,
 reads, snapshots), the retry policy of connecting, the deferred writer thread, the SQLite
-file's identity check, driver-level reads for the hot paths, the row cache's hooks and the
-migrations.
+file's identity check, driver-level reads for the hot paths, the row cache's hooks, the
+report of what a write changes (:meth:`Database.report`) and the migrations.
 
 SQLite by default (a file next to the Chroma folder); any SQLAlchemy URL works, PostgreSQL
 in server mode. What differs between them is asked of :attr:`Database.dialect`
@@ -33,6 +33,7 @@ from tenacity import (
 )
 
 from mnemonia.errors import StoreError, StoreFileChangedError, StoreUnavailableError
+from mnemonia.store.changes import Changes
 from mnemonia.store.dialect import Dialect, dialect_of, engine_options
 from mnemonia.store.retry import FailureLog, first_then
 from mnemonia.store.rowcache import RowCache
@@ -82,6 +83,8 @@ class Database:
         # rows kept between recalls (:meth:`keep_rows`): only where this process is the one
         # writer, which is the opener's to say
         self.row_cache: RowCache | None = None
+        # told what a write method is about to change (:meth:`report`): the opener's caches
+        self.on_change: Callable[[Changes], None] | None = None
         # A SQLite file's identity (device, inode), taken on the first connection and checked
         # before every session and before every commit: a file deleted or replaced under an
         # open engine is noticed before anything more is written to (or read from) it.
@@ -211,6 +214,14 @@ class Database:
         transaction of this thread, which must see its own writes."""
         writing: int = getattr(self._local, "writing", 0)
         return self.row_cache if asked and not writing else None
+
+    def report(self, changes: Changes) -> None:
+        """A write method is about to write ``changes``, inside the caller's transaction:
+        tell :attr:`on_change` (the runtime drops what recall kept of them). Write methods
+        report what only they know (the memories whose relations they touch, new word
+        vectors); a write's scope declares the rest."""
+        if self.on_change is not None:
+            self.on_change(changes)
 
     # -- sessions --------------------------------------------------------------------------
     @contextmanager

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from mnemonia.clock import from_ts
 from mnemonia.models import Relation
+from mnemonia.store.changes import Changes
 from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import memories, memory_entities, relations
 from mnemonia.store.statements import chunks
@@ -18,7 +19,8 @@ __all__ = ["Graph"]
 
 class Graph:
     """``relations`` (typed, weighted edges between memories of one tenant) and
-    ``memory_entities`` (which memories name which entity)."""
+    ``memory_entities`` (which memories name which entity). A write of relations reports the
+    memories it touches before it writes (:meth:`Database.report`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -100,6 +102,8 @@ class Graph:
         many were inserted."""
         if not edges:
             return 0
+        self.db.report(Changes(tenant=tenant, linked=frozenset(
+            m for src, dst, _ in edges for m in (src, dst))))
         existing = set()
         srcs = list({k[0] for k in edges})
         for chunk in chunks(srcs):
@@ -115,6 +119,7 @@ class Graph:
     def upsert_relation(self, conn: Connection, tenant: str, src: str, dst: str, rel_type: str,
                         strength: float, at: float) -> None:
         """Add a relation, or set the strength of the one that exists."""
+        self.db.report(Changes(tenant=tenant, linked=frozenset((src, dst))))
         r = relations.c
         key = sa.and_(r.tenant == tenant, r.src == src, r.dst == dst, r.type == rel_type)
         if conn.execute(sa.select(r.src).where(key)).first():
@@ -130,6 +135,11 @@ class Graph:
         the row's strength and creation time. Returns the rows written."""
         r = relations.c
         written = 0
+        linked: dict[str, set[str]] = {}
+        for x in rows:
+            linked.setdefault(x["tenant"], set()).update((x["src"], x["dst"]))
+        for tenant, ids in linked.items():
+            self.db.report(Changes(tenant=tenant, linked=frozenset(ids)))
         for chunk in chunks(list(rows)):
             there: set[tuple[str, str, str, str]] = set()
             for tenant in {x["tenant"] for x in chunk}:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
+from mnemonia.store.changes import Changes
 from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import memory_vectors, term_vectors
 from mnemonia.store.statements import chunks
@@ -69,6 +70,7 @@ class TermVectors:
         """Store ``(term, vector)`` pairs; a term another process stored first is kept."""
         if not items:
             return
+        self.db.report(Changes(words=True))
         self.db.insert_or_ignore(conn, term_vectors, [
             {"model": model, "term": t, "vector": _f32_bytes(v)} for t, v in items])
 

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from mnemonia import validation as check
+from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
     EmbeddingModelMismatchError,
@@ -517,7 +518,7 @@ def _commit(rt: Runtime, source: _Source, plan: _Plan) -> list[str]:
     committed. Returns the replaced ids (their Chroma vectors are written next)."""
     pairs = [(a, mid) for mid, (_, _, a) in plan.ids.items() if a.startswith("#")]
     now = to_ts(rt.now())
-    with rt.sql.begin() as conn:
+    with rt.changing(*(Changes.wholesale(t) for t in plan.tenants)), rt.sql.begin() as conn:
         for chunk in chunks(pairs):
             rt.sql.staging.swap_staged(conn, chunk)
         batch: list[dict[str, Any]] = []
@@ -575,13 +576,11 @@ def _undo(rt: Runtime, status: str) -> int:
         col = rt.vectors.collection(tenant, model=rt.embedder.name, dimension=0, create=False)
         if col is not None:
             rt.vectors.delete(col, [i for i in ids if not i.startswith("#")])
-    with rt.sql.begin() as conn:
+    with rt.changing(*(Changes.wholesale(t) for t in by_tenant)), rt.sql.begin() as conn:
         for tenant, ids in by_tenant.items():
             rt.sql.memories.purge(conn, tenant, ids)
         rt.sql.kv.kv_delete(conn, [k for k, _ in rt.sql.kv.kv_items(conn, JOURNAL + status[2:])])
         unknown = [t for t in by_tenant if rt.sql.collections.collection_row(conn, t) is None]
-    for tenant in by_tenant:
-        rt.caches.forget_indexes(tenant)
     for tenant in unknown:  # the import made this collection: nothing else is in it
         col = rt.vectors.collection(tenant, model=rt.embedder.name, dimension=0, create=False)
         if col is not None and rt.vectors.count(col) == 0:
@@ -663,7 +662,6 @@ def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = Fa
                 log.exception("undoing the import %s failed; the next open will", plan.iid)
             raise
         for tenant in plan.tenants:
-            rt.caches.forget_indexes(tenant)
             rt.collection(tenant, create=True)  # a tenant without memories has one too
             _term_vectors(rt, tenant)
         if replaced:

@@ -1,0 +1,41 @@
+"""What a write changes, for whoever keeps copies of the store between calls (recall's caches,
+:mod:`mnemonia.caches`).
+
+Two parties say it: a write scope declares what its write changes of a tenant (its memories,
+its use events, all its relations), and the store's write methods report what only they know
+as they write it (the memories whose relations an insert touches, new word vectors); see
+:meth:`Database.report <mnemonia.store.database.Database.report>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Changes"]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What one write changes.
+
+    Attributes:
+        tenant: The tenant written (``None``: no tenant's rows, e.g. word vectors only).
+        memories: The tenant's memories: added, edited, deleted, restored, merged.
+        uses: The tenant's use events (feedback, reported uses, reviews).
+        relations: Any relation of the tenant (all of them may have changed).
+        linked: The memories whose relations the write adds or changes (the others' stay).
+        words: Word vectors were added (every tenant's keyword expansion may change).
+    """
+
+    tenant: str | None = None
+    memories: bool = False
+    uses: bool = False
+    relations: bool = False
+    linked: frozenset[str] = frozenset()
+    words: bool = False
+
+    @classmethod
+    def wholesale(cls, tenant: str) -> Changes:
+        """The tenant's memories, events and relations changed wholesale (an import, a
+        repair, a purge)."""
+        return cls(tenant=tenant, memories=True, uses=True, relations=True)
