@@ -19,17 +19,11 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+from tenacity import RetryError
 
 from mnemonia.errors import InvalidInputError, StoreError, StoreUnavailableError
 from mnemonia.store.exact import ExactScores, Mirror
-from mnemonia.store.retry import first_then
+from mnemonia.store.retry import bounded, first_then
 
 __all__ = ["ChromaCollection", "ChromaIndex", "collection_name"]
 
@@ -157,12 +151,7 @@ class ChromaIndex:
         return first_then(fn, self._retrying)
 
     def _retrying(self, fn: Callable[[], T]) -> T:
-        retrying = Retrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
-            retry=retry_if_exception(_transient),
-            reraise=False,
-        )
+        retrying = bounded(self._attempts, self._max_wait, _transient)
         try:
             return retrying(fn)
         except RetryError as e:

@@ -24,18 +24,12 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+from tenacity import RetryError
 
 from mnemonia.errors import StoreError, StoreFileChangedError, StoreUnavailableError
 from mnemonia.store.changes import Changes
 from mnemonia.store.dialect import Dialect, dialect_of, engine_options
-from mnemonia.store.retry import FailureLog, first_then
+from mnemonia.store.retry import FailureLog, bounded, first_then
 from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import MIGRATIONS, kv, schema_migrations
 
@@ -151,12 +145,7 @@ class Database:
         return first_then(self.engine.connect, self._connect_retrying)
 
     def _connect_retrying(self, connect: Callable[[], Connection]) -> Connection:
-        retrying = Retrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential_jitter(multiplier=0.05, max=self._max_wait, jitter=0.05),
-            retry=retry_if_exception(self._unavailable),
-            reraise=False,
-        )
+        retrying = bounded(self._attempts, self._max_wait, self._unavailable)
         try:
             return retrying(connect)
         except RetryError as e:

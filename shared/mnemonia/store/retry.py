@@ -9,7 +9,19 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
 T = TypeVar("T")
+
+
+def bounded(attempts: int, max_wait: float, worth_retrying: Callable[[BaseException], bool]
+            ) -> Retrying:
+    """The retry loop of every store call: at most ``attempts`` tries, exponential backoff
+    with jitter up to ``max_wait`` seconds, only for errors ``worth_retrying``; when they run
+    out, tenacity raises ``RetryError`` (the caller says which store did not answer)."""
+    return Retrying(stop=stop_after_attempt(attempts),
+                    wait=wait_exponential_jitter(multiplier=0.05, max=max_wait, jitter=0.05),
+                    retry=retry_if_exception(worth_retrying), reraise=False)
 
 
 def first_then(fn: Callable[[], T], retrying: Callable[[Callable[[], T]], T]) -> T:
