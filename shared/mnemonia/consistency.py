@@ -61,14 +61,18 @@ def repair(rt: Runtime, *, mine: bool = False) -> None:
     (on close: a write that failed half-way and was not retried)."""
     if not mine:
         repair_imports(rt)
+    # Writer leases exist only where other processes may open the store (an engine holds
+    # one there); an embedded store's folder lock already says no other writer lives.
+    shared = rt.lease is not None and not mine
     now = time.time()
     with rt.reading() as conn:
         rows = rt.sql.memories.unfinished(conn)
-        live = set() if mine else rt.sql.kv.live_writers(conn, now=now)
+        live = rt.sql.kv.live_writers(conn, now=now) if shared else set()
     if mine:
         rows = [r for r in rows if r.writer == rt.writer]
     else:
         rows = [r for r in rows if r.writer is None or r.writer not in live]
+    if shared:
         with rt.sql.begin() as conn:  # the leases of processes that are gone
             rt.sql.kv.drop_expired_writers(conn, now=now)
     if not rows:

@@ -140,12 +140,13 @@ def _commit(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str]) -> 
     lost = [i for i in ids if statuses.get(i) != "committed"]
     if not lost:
         return  # committed by an earlier attempt whose answer was lost, or by a repair
-    _take_back(rt, col, tenant, ids)
-    raise StoreWriteTakenOverError(
+    taken = StoreWriteTakenOverError(
         f"{len(lost)} of the {len(ids)} memories of this write (e.g. {lost[0]!r}) were taken "
         f"over by another process's repair while their vectors were written (this engine's "
         f"writer lease ran out: was it stalled, or cut off from the side-store for more than "
         f"{WRITER_LEASE:g} s?); the write was undone and nothing of it is stored: add again")
+    _take_back_or_unknown(rt, col, tenant, ids, taken)
+    raise taken
 
 
 def _take_back_or_unknown(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str],
@@ -174,7 +175,6 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
         found[p.id].tenant != tenant or found[p.id].text != p.text)]
     if other:
         raise _taken(other)
-    out: dict[str, Memory] = {}
     col = rt.collection(tenant, create=True)
     pending = [p for p in items if p.id in found and found[p.id].status == "pending"]
     deleting = [p.id for p in items if p.id in found and found[p.id].status == "deleting"]
@@ -190,8 +190,7 @@ def _retried(rt: Runtime, tenant: str, items: Sequence[PreparedMemory],
     with rt.reading() as conn:
         stored = rt.sql.memories.full_rows(conn, [p.id for p in items if p.id in found
                                                   and p.id not in deleting])
-    out.update((r.id, rt.sql.memories.to_memory(r)) for r in stored)
-    return out
+    return {r.id: rt.sql.memories.to_memory(r) for r in stored}
 
 
 def _take_back(rt: Runtime, col: VectorCollection, tenant: str, ids: list[str]) -> None:
