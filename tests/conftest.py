@@ -86,11 +86,27 @@ def _chroma_cli() -> str:
     return found
 
 
+def wait_for_chroma(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait (at most 60 s) until the `chroma run` server ``proc`` answers its heartbeat at
+    ``url``; the test fails with the end of its ``log`` if it dies or never answers."""
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"chroma server did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `chroma run` server on a free 127.0.0.1 port; yields its URL."""
-    import httpx
-
     data = tmp_path_factory.mktemp("chroma-server")
     port = _free_port()
     log = open(data / "server.log", "w")  # noqa: SIM115
@@ -101,18 +117,11 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            log.close()
-            pytest.fail(f"chroma server did not start: {(data / 'server.log').read_text()[-2000:]}")
-        time.sleep(0.2)
+    try:
+        wait_for_chroma(url, proc, data / "server.log")
+    except BaseException:
+        log.close()
+        raise
     yield url
     proc.terminate()
     try:

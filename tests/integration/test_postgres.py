@@ -83,6 +83,12 @@ class _Cluster:
 
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[_Cluster]:
+    yield from running_cluster()
+
+
+def running_cluster() -> Iterator[_Cluster]:
+    """A new cluster, started, removed when the generator is closed (for fixtures); the test
+    is skipped where the PostgreSQL server binaries are missing."""
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not initdb or not pg_ctl:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")

@@ -36,14 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mnemonia import MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import MemoryNotFoundError, MnemoniaError
 
-from tests.conftest import _chroma_cli, _free_port
-from tests.integration.test_postgres import _Cluster, _new_db, _pg_bin
+from tests.conftest import _chroma_cli, _free_port, wait_for_chroma
+from tests.integration.test_postgres import _Cluster, _new_db, running_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.server, pytest.mark.slow]
 
@@ -100,27 +99,7 @@ def new_store(cluster: _Cluster, chroma_url: str, *, created: bool = False) -> S
 def cluster() -> Iterator[_Cluster]:
     """This module's own PostgreSQL cluster: the outage scenario stops and starts it, which
     must not disturb the session's cluster that other tests use."""
-    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
-    if not initdb or not pg_ctl:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")
-    c = _Cluster(initdb, pg_ctl)
-    c.start()
-    yield c
-    c.remove()
-
-
-def wait_heartbeat(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"chroma server did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.1)
+    yield from running_cluster()
 
 
 class ChromaServer:
@@ -139,7 +118,7 @@ class ChromaServer:
             self.proc = subprocess.Popen(
                 [_chroma_cli(), "run", "--path", str(self.folder / "db"), "--host", "127.0.0.1",
                  "--port", str(self.port)], stdout=log, stderr=subprocess.STDOUT, env=ENV)
-        wait_heartbeat(self.url, self.proc, self.log)
+        wait_for_chroma(self.url, self.proc, self.log)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
