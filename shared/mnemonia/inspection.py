@@ -22,9 +22,9 @@ from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, shown
 from mnemonia.maintenance import journal
 from mnemonia.maintenance.evict import eviction_order
-from mnemonia.maintenance.ranking import priority_of, use_record, weights
 from mnemonia.maintenance.review import due_for_review
 from mnemonia.models import KINDS, Event, Memory, Relation
+from mnemonia.ranking import priority_of, use_record, weights
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import sm2

@@ -20,8 +20,8 @@ from mnemonia import entities as ent
 from mnemonia.caches import NEAR_LINKS, CueIndex, EntityIndex
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.keywords import KeywordQuery, keyword_query
-from mnemonia.maintenance.ranking import priority_of, use_record, weights
 from mnemonia.models import Explanation, Hit, Link, RecallResult
+from mnemonia.ranking import priority_of, use_record, weights
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod

@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "mnemonia.scoring": 1,
     "mnemonia.store": 2, "mnemonia.validation": 2, "mnemonia.embeddings": 2,
     "mnemonia.models": 2, "mnemonia.entities": 2, "mnemonia.config": 2, "mnemonia.clock": 2,
-    "mnemonia.runtime": 3, "mnemonia.caches": 3,
+    "mnemonia.runtime": 3, "mnemonia.caches": 3, "mnemonia.ranking": 3,
     "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,
     "mnemonia.transfer": 4, "mnemonia.consistency": 4, "mnemonia.maintenance": 4,
     "mnemonia.items": 4,
@@ -41,7 +41,8 @@ LAYERS: dict[str, int] = {
     "mnemonia.cli": 6, "mnemonia.mcp": 6, "mnemonia.ui": 6, "mnemonia": 6,
 }
 LAYER_NAMES = {0: "errors", 1: "scoring", 2: "store/validation/models/config/...",
-               3: "runtime/caches", 4: "ingest/recall/lifecycle/transfer/maintenance/inspection",
+               3: "runtime/caches/ranking",
+               4: "ingest/recall/lifecycle/transfer/maintenance/inspection",
                5: "engine",
                6: "cli/mcp/ui/package root"}
 # What the adapters may import of the core: the public names, nothing of its machinery.

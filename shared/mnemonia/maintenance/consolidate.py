@@ -20,8 +20,8 @@ from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, shown
 from mnemonia.maintenance.journal import remember
-from mnemonia.maintenance.ranking import priority_of, weights
 from mnemonia.maintenance.reports import ConsolidationReport
+from mnemonia.ranking import priority_of, weights
 from mnemonia.runtime import Runtime, Summariser
 from mnemonia.scoring import consolidation as cons
 from mnemonia.scoring import reevaluation as reeval

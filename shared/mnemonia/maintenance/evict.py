@@ -11,7 +11,8 @@ import numpy as np
 from mnemonia.caches import Changes
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.maintenance.journal import remember
-from mnemonia.maintenance.ranking import (
+from mnemonia.maintenance.reports import EvictionReport
+from mnemonia.ranking import (
     columns,
     priority_array,
     priority_of,
@@ -19,7 +20,6 @@ from mnemonia.maintenance.ranking import (
     use_record,
     weights,
 )
-from mnemonia.maintenance.reports import EvictionReport
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import priority as prio
 from mnemonia.scoring import reevaluation as reeval

@@ -7,7 +7,7 @@ import numpy as np
 
 from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, shown
-from mnemonia.maintenance.ranking import columns, priority_array, priority_of, shortlist, weights
+from mnemonia.ranking import columns, priority_array, priority_of, shortlist, weights
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import reevaluation as reeval
 
