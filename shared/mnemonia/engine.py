@@ -308,7 +308,7 @@ class MemoryEngine:
                                  entity=entity, episode_k=episode_k, mode=mode,
                                  min_activation=min_activation, touch=touch, user_id=user_id,
                                  include_superseded=include_superseded)
-        return recall_mod.recall(self._rt, recall_mod.RecallRequest(**args, now=self._rt.now()))
+        return recall_mod.recall(self._rt, recall_mod.RecallRequest.of(args, now=self._rt.now()))
 
     async def arecall(self, query: str | None = None, **kwargs: Any) -> RecallResult:
         """Async :meth:`recall` (runs the blocking model and store calls off the loop)."""

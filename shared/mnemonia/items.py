@@ -339,7 +339,7 @@ class ItemStore:
                                      entity=None, episode_k=0, mode=mode, min_activation=0,
                                      touch=touch, user_id=None)
             cond = rt.sql.items.item_condition(path, now=nowts, where=where, indexed=True)
-            result = recall_mod.recall(rt, recall_mod.RecallRequest(**args, now=now, where=cond))
+            result = recall_mod.recall(rt, recall_mod.RecallRequest.of(args, now=now, where=cond))
             ranked += [(h.score, h.memory) for h in result.memories]
         ranked.sort(key=lambda p: -p[0])
         out: list[tuple[str, dict[str, Any], float | None]] = [

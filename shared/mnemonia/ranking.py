@@ -14,11 +14,12 @@ import numpy as np
 from mnemonia.clock import from_ts
 from mnemonia.config import MnemoniaConfig
 from mnemonia.scoring import priority as prio
+from mnemonia.scoring import retention as ret
 from mnemonia.store.database import Connection
 from mnemonia.store.repository import SideStore
 
 __all__ = ["PRIORITY_COLUMNS", "USE_EVENTS", "UseRecord", "columns", "priority_array",
-           "priority_of", "shortlist", "use_record", "weights"]
+           "priority_of", "retention_of", "shortlist", "use_record", "weights"]
 
 SLACK = 1e-9
 """numpy and pure-Python priorities differ by far less than this."""
@@ -41,6 +42,12 @@ def priority_of(cfg: MnemoniaConfig, r: Any, now: datetime,
                          accessed_at=from_ts(r.accessed_at), access_count=int(r.access_count),
                          stability=float(r.stability), now=now, weights=w,
                          half_life=cfg.retention_half_life)
+
+
+def retention_of(cfg: MnemoniaConfig, r: Any, now: datetime) -> float:
+    """The retention ``R`` (pure scoring core) of a memory row at ``now``."""
+    return ret.retained((now - from_ts(r.accessed_at)).total_seconds(), r.importance,
+                        r.stability, cfg.retention_half_life)
 
 
 def columns(rows: Sequence[Any]) -> dict[str, tuple[Any, ...]]:

@@ -45,6 +45,7 @@ __all__ = [
     "ITEM_FIELDS",
     "MAX_INT",
     "PreparedMemory",
+    "RecallArgs",
     "boolean",
     "callable_or_none",
     "entities",
@@ -414,12 +415,30 @@ def prepare_many(items: Any, now: datetime, *, config: MnemoniaConfig | None = N
     return prepared
 
 
+@dataclass(frozen=True)
+class RecallArgs:
+    """``recall``'s checked arguments (:func:`recall_args`)."""
+
+    query: str
+    tenant: str
+    k: int
+    topic: str | None
+    entity: str | None
+    episode_k: int
+    mode: str
+    weights: modes.Mode
+    floor: float
+    touch: bool
+    user_id: str | None
+    include_superseded: bool
+
+
 def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: Any,
                 entity: Any, episode_k: Any, mode: Any, min_activation: Any, touch: Any,
-                user_id: Any, include_superseded: Any = False) -> dict[str, Any]:
-    """``recall``'s arguments checked, with the config defaults filled in: the fields of
-    :class:`mnemonia.recall.RecallRequest` but ``now``. With an ``entity``, the query may be
-    ``None`` or blank (entity-only recall: ``query`` becomes ``""``)."""
+                user_id: Any, include_superseded: Any = False) -> RecallArgs:
+    """``recall``'s arguments checked, with the config defaults filled in (what
+    :meth:`mnemonia.recall.RecallRequest.of` builds a request from). With an ``entity``, the
+    query may be ``None`` or blank (entity-only recall: ``query`` becomes ``""``)."""
     tenant = tenant_name(tenant)
     if entity is not None and (query is None or (isinstance(query, str) and not query.strip())):
         query = ""
@@ -441,10 +460,10 @@ def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: 
         raise InvalidInputError(f"user_id={shown(user_id)}: must be None or a string")
     if user_id is not None:
         unicode(user_id, "user_id")
-    return dict(query=query, tenant=tenant, k=k, topic=topic, entity=entity,
-                episode_k=episode_k, mode=mode_name, weights=weights, floor=floor,
-                touch=boolean(touch, "touch"), user_id=user_id,
-                include_superseded=boolean(include_superseded, "include_superseded"))
+    return RecallArgs(query=query, tenant=tenant, k=k, topic=topic, entity=entity,
+                      episode_k=episode_k, mode=mode_name, weights=weights, floor=floor,
+                      touch=boolean(touch, "touch"), user_id=user_id,
+                      include_superseded=boolean(include_superseded, "include_superseded"))
 
 
 # -- keyed items (mnemonia.items) -------------------------------------------------------------

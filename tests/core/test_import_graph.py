@@ -155,3 +155,37 @@ def cycles(root: Path = CORE) -> list[str]:
 def test_core_import_graph_has_no_circle() -> None:
     found = cycles()
     assert not found, "import circles in the core:\n" + "\n".join(found)
+
+
+RECALL_STEPS = ("candidates", "context", "entities", "spread", "score", "hits")
+"""The steps of the recall pipeline (DESIGN section 1): each a function of the run, importing
+the run, the keyword helpers and the tenant reads below them, never another step; only the
+package's ``__init__`` runs them in order."""
+
+
+def step_reaches(graph: Edges) -> list[str]:
+    """``"a -> b (file:line)"`` for every recall step that imports another step."""
+    steps = {f"mnemonia.recall.{s}" for s in RECALL_STEPS}
+    return sorted(f"{me} -> {target} ({where})" for me in steps if me in graph
+                  for target, where in graph[me].items() if target in steps)
+
+
+def test_recall_steps_do_not_import_each_other() -> None:
+    graph = import_graph()
+    assert all(f"mnemonia.recall.{s}" in graph for s in RECALL_STEPS)
+    assert step_reaches(graph) == []
+
+
+def test_the_step_guard_catches_a_step_importing_another(tmp_path: Path) -> None:
+    """A copy of the core where the spreading step imports the scoring step fails the guard
+    (so it cannot pass vacuously)."""
+    import shutil
+    copy = tmp_path / "mnemonia"
+    shutil.copytree(CORE, copy)
+    spread = copy / "recall" / "spread.py"
+    spread.write_text(spread.read_text(encoding="utf-8")
+                      + "\nfrom mnemonia.recall.score import spread_bound  # noqa: E402\n",
+                      encoding="utf-8")
+    found = step_reaches(import_graph(copy))
+    assert len(found) == 1
+    assert found[0].startswith("mnemonia.recall.spread -> mnemonia.recall.score (")

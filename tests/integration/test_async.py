@@ -20,8 +20,8 @@ from langchain_mnemonia import (
     MnemoniaStore,
 )
 from mnemonia import MemoryEngine
-from mnemonia import recall as recall_mod
 from mnemonia.recall import cue_index, entity_index
+from mnemonia.recall import tenant as recall_tenant
 
 CLASSES = [MemoryEngine, MnemoniaChatMessageHistory, MnemoniaMemory, MnemoniaRetriever,
            MnemoniaStore, llama.MnemoniaMemory, llama.MnemoniaMemoryBlock, llama.MnemoniaRetriever]
@@ -200,7 +200,7 @@ def test_a_use_during_a_cue_index_build_is_not_lost(engine: MemoryEngine) -> Non
     caching is seen by the next recall."""
     rt = engine.runtime
     mem = engine.add("The office wifi password is on the fridge", tenant="c")
-    real_record = recall_mod.use_record
+    real_record = recall_tenant.use_record
     fed: list[str] = []
 
     def record_then_feedback(sql: Any, conn: Any, tenant: str) -> Any:
@@ -210,11 +210,11 @@ def test_a_use_during_a_cue_index_build_is_not_lost(engine: MemoryEngine) -> Non
                                        "password").id)
         return record
 
-    recall_mod.use_record = record_then_feedback
+    recall_tenant.use_record = record_then_feedback
     try:
         engine.recall("wifi password", tenant="c", touch=False, mode="lifecycle")
     finally:
-        recall_mod.use_record = real_record
+        recall_tenant.use_record = real_record
     assert fed
     with rt.reading() as conn:
         assert cue_index(rt, conn, "c").uses.get(mem.id, 0) >= 1

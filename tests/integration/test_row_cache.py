@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
-from mnemonia import recall as recall_mod
 from mnemonia.embeddings import HashingEmbedder
+from mnemonia.recall import tenant as recall_tenant
 from mnemonia.store.rowcache import RowCache
 
 from tests.integration.test_exact_search import FACTS as EXACT_SEARCH_FACTS
@@ -226,7 +226,7 @@ def test_a_small_tenants_links_are_read_at_once_and_rank_the_same(
         whole = _rankings(engine)
         for kind in ("follows", "spread", "hidden"):
             assert set(engine.runtime.caches.kept_links("t", kind)) == everyone
-    monkeypatch.setattr(recall_mod, "WHOLE_TENANT_LINKS", 0)
+    monkeypatch.setattr(recall_tenant, "WHOLE_TENANT_LINKS", 0)
     with _open(tmp_path / "s", ManualClock(clock.now())) as engine:
         first = engine.recall(QUESTIONS[0], tenant="t", k=8, touch=False, min_activation=0.0)
         assert set(engine.runtime.caches.kept_links("t", "spread")) < everyone  # a few at a time

@@ -1,0 +1,120 @@
+"""Step 1 and 2 of recall (DESIGN section 5): the dense and keyword candidates, admitted
+through the gate, and their fusion into seeds."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from mnemonia.keywords import keyword_query
+from mnemonia.recall.keywords import keyword_part
+from mnemonia.recall.run import KeywordSide, RecallRequest, RecallRun, read
+from mnemonia.recall.tenant import session_neighbours, tenant_size
+from mnemonia.runtime import Runtime
+from mnemonia.store.exact import ExactScores
+from mnemonia.store.vectors import VectorCollection
+
+__all__ = ["PREFILTER_LIMIT", "gather", "keyword_side", "nearest"]
+
+PREFILTER_LIMIT = 2048
+"""With a ``where`` condition, the dense pool widens by the share of neighbours that satisfy
+it; when it would have to grow past this many, the matching memories are read by SQL and
+ranked exactly by their stored vectors instead, if there are at most this many of them (else
+the pool keeps widening)."""
+
+
+def keyword_side(rt: Runtime, req: RecallRequest, col: VectorCollection, qtok: list[str]
+                 ) -> KeywordSide:
+    """The query's words and the keyword index's candidates with their rows and the stored
+    vectors of the visible ones, read on a connection of its own (none needs the query
+    vector, so this runs while the query is embedded; the gate's :func:`read` keeps the
+    filter and the visibility rules)."""
+    cfg = rt.config
+    with rt.reading() as conn:
+        kq = keyword_query(rt, conn, req.tenant, qtok, tenant_size(rt, conn, req.tenant))
+        hits = rt.sql.keywords.keyword_search(
+            conn, req.tenant, kq.search,
+            cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
+            max_postings=cfg.keyword_postings, docs=kq.docs)
+        rows: dict[str, Any] = {}
+        shown = read(rt, conn, req, rows, [i for i, _ in hits])
+        # the Python work first, the vectors' read (which releases the GIL) last: the query
+        # vector is due by then, and the nearest neighbours are asked for on the main thread
+        parts = {i: keyword_part(rt, rows[i], kq) for i in shown}
+        around = session_neighbours(rt, conn, req.tenant, set(shown), cfg.context_window,
+                                    rows) \
+            if cfg.context_weight > 0 and cfg.context_window > 0 and shown else {}
+        # (a mirrored collection gives every cosine with the query: nothing to read)
+        vectors = rt.candidate_vectors(conn, col, shown) \
+            if shown and not rt.vectors.mirrored(col) else {}
+    return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors, parts=parts,
+                       around=around)
+
+
+def nearest(rt: Runtime, col: VectorCollection, qvec: np.ndarray, n: int,
+            exact: ExactScores | None) -> tuple[int, dict[str, float]]:
+    """``(n, {id: cosine})``: the query's ``n`` nearest neighbours, best first (exact for a
+    mirrored collection, else Chroma's HNSW answer)."""
+    if exact is not None:
+        ids, sims = exact.top(n)
+        return n, dict(zip(ids, sims, strict=True))
+    found, cosines = rt.vectors.query(col, qvec[None, :], n)
+    return n, dict(zip(found[0], cosines[0], strict=True))
+
+
+def gather(run: RecallRun, dense: tuple[int, dict[str, float]]) -> None:
+    """Steps 1-2: the dense candidates (``dense``: the first round of :func:`nearest`), the
+    pool widened until enough visible remain, then the keyword candidates, each admitted
+    through the gate; those whose relevance reaches ``initial_threshold`` (all, with a zero
+    floor) become seeds."""
+    req, c = run.req, run.c
+    n_dense, got = dense
+    while True:
+        shown = run.read(got)
+        if len(shown) >= min(n_dense // 2, req.k) or len(got) < n_dense:
+            break
+        if req.where is None:
+            n_dense *= 4
+        else:
+            # a filter: widen as far as its share of the neighbours says (twice over); when
+            # that is far, a selective filter is cheaper read by SQL and ranked exactly
+            wider = max(n_dense * 4, math.ceil(2 * n_dense * req.k / max(1, len(shown))))
+            ranked = _prefiltered(run, n_dense) if wider > PREFILTER_LIMIT else None
+            if ranked is not None:
+                got = ranked
+                break
+            n_dense = wider
+        n_dense, got = nearest(run.rt, run.col, run.qvec, n_dense, c.exact)
+    admitted = run.admit(got, via="dense", known=got)
+    # the keyword candidates (their stored vectors were read beside the embedding, unless
+    # the collection is mirrored)
+    first = set(admitted)
+    admitted += [i for i in run.admit(run.side.parts, via="keyword") if i not in first]
+    threshold, keep_all = run.rt.config.initial_threshold, req.floor == 0
+    for mid in admitted:
+        fused = c.info[mid].fused
+        if fused >= threshold or keep_all:
+            c.seeds[mid] = fused
+
+
+def _prefiltered(run: RecallRun, n: int) -> dict[str, float] | None:
+    """The ``n`` memories matching ``req.where`` nearest to the query, ranked exactly by their
+    stored vectors (their rows read through the gate), when at most :data:`PREFILTER_LIMIT`
+    match: a selective filter, for which widening the nearest neighbours would read most of
+    the tenant to find enough. ``None`` when more match (widening then finds them soon)."""
+    req = run.req
+    if req.where is None:
+        return None
+    ids = run.rt.sql.items.matching_ids(run.conn, req.tenant, req.where, PREFILTER_LIMIT + 1)
+    if len(ids) > PREFILTER_LIMIT:
+        return None
+    cosines = run.cosines(ids)
+    order = list(cosines)
+    if not order:
+        return {}
+    sims = np.array([cosines[i] for i in order])
+    got = {order[j]: float(sims[j]) for j in np.argsort(-sims, kind="stable")[:n]}
+    run.read(got)
+    return got
