@@ -565,9 +565,9 @@ def run_demo(path: Path | None = None, out: Console | None = None) -> None:
 
         clock.advance(timedelta(days=1))
         _show_background(engine, tenant, c)
-        c.rule("Recall, with explanations (k=3, filled up to k: min_activation=0)")
+        c.rule("Recall, with explanations (k=3, the default floor)")
         for q in data["questions"]:
-            res = engine.recall(q, tenant=tenant, k=3, min_activation=0)
+            res = engine.recall(q, tenant=tenant, k=3)
             c.print(hits_table(res))
             for h in res.memories:
                 if h.explanation.path:

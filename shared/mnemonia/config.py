@@ -83,6 +83,7 @@ DEFAULT_SPREAD_FRONTIER: int = 20
 DEFAULT_CROSS_TOPIC_PENALTY: float = act.DEFAULT_CROSS_TOPIC_PENALTY  # 0.4
 DEFAULT_DEFAULT_MODE: str = "lifecycle"
 DEFAULT_MIN_ACTIVATION: float = 0.15
+DEFAULT_MIN_SIMILARITY: float = 0.25
 DEFAULT_REVIEW_BATCH: int = 50
 DEFAULT_IMMEDIATE_THRESHOLD: float = reeval.DEFAULT_IMMEDIATE_THRESHOLD  # 0.7
 DEFAULT_BATCH_THRESHOLD: float = reeval.DEFAULT_BATCH_THRESHOLD  # 0.35
@@ -199,6 +200,10 @@ class MnemoniaConfig:
     cross_topic_penalty: float = DEFAULT_CROSS_TOPIC_PENALTY
     default_mode: str = DEFAULT_DEFAULT_MODE
     min_activation: float = DEFAULT_MIN_ACTIVATION
+    # A memory whose cosine with the query reaches this passes the floor (and the seed
+    # threshold) whatever its keyword share: a paraphrase that shares no word with its
+    # question fuses under min_activation. 1.0: the fused score alone decides.
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
     relation_types: Mapping[str, float] = field(default_factory=dict)
     # Review, gatekeeper, re-evaluation
     review_batch: int = DEFAULT_REVIEW_BATCH
@@ -445,6 +450,7 @@ _FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "spread_decay": (0.0, 1.0, False, True),
     "cross_topic_penalty": (0.0, 1.0, True, True),
     "min_activation": (0.0, 1.0, True, True),
+    "min_similarity": (0.0, 1.0, True, True),
     "immediate_threshold": (0.0, 1.0, True, True),
     "batch_threshold": (0.0, 1.0, True, True),
     "related_threshold": (0.0, 1.0, True, True),

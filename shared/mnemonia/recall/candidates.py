@@ -67,8 +67,8 @@ def nearest(rt: Runtime, col: VectorCollection, qvec: np.ndarray, n: int,
 def gather(run: RecallRun, dense: tuple[int, dict[str, float]]) -> None:
     """Steps 1-2: the dense candidates (``dense``: the first round of :func:`nearest`), the
     pool widened until enough visible remain, then the keyword candidates, each admitted
-    through the gate; those whose relevance reaches ``initial_threshold`` (all, with a zero
-    floor) become seeds."""
+    through the gate; those whose relevance reaches ``initial_threshold`` or whose cosine
+    reaches ``min_similarity`` (all, with a zero floor) become seeds."""
     req, c = run.req, run.c
     n_dense, got = dense
     while True:
@@ -95,7 +95,7 @@ def gather(run: RecallRun, dense: tuple[int, dict[str, float]]) -> None:
     threshold, keep_all = run.rt.config.initial_threshold, req.floor == 0
     for mid in admitted:
         fused = c.info[mid].fused
-        if fused >= threshold or keep_all:
+        if fused >= threshold or keep_all or run.similar(mid):
             c.seeds[mid] = fused
 
 

@@ -55,7 +55,7 @@ def lift(run: RecallRun) -> None:
                 # the session's support counts in proportion to the turn's own relevance, so
                 # a turn unrelated to the query is not lifted by a strong match in its session
                 info.seed = act.lift(info.seed, session_best[sid] * info.fused, session_weight)
-        if info.seed >= threshold or keep_all:
+        if info.seed >= threshold or keep_all or run.similar(mid):
             seeds[mid] = info.seed
         else:
             seeds.pop(mid, None)

@@ -176,6 +176,13 @@ class RecallRun:
     def kq(self) -> KeywordQuery:
         return self.side.query
 
+    def similar(self, mid: str) -> bool:
+        """Whether a candidate's cosine with the query reaches ``min_similarity``: it then
+        passes the seed threshold and the floor whatever its keyword share (a paraphrase
+        that shares no word with the question)."""
+        cos = self.c.cos.get(mid)
+        return cos is not None and cos >= self.rt.config.min_similarity
+
     def read(self, ids: Iterable[str], *, topic: bool = True) -> list[str]:
         """:func:`read` into this run's rows."""
         return read(self.rt, self.conn, self.req, self.c.rows, ids, topic=topic)

@@ -146,12 +146,13 @@ def _prior(r: Any, weights: modes_mod.LifecyclePrior, now: datetime, c: Candidat
 
 
 def ranked(run: RecallRun) -> list[tuple[float, str, act.Activation]]:
-    """Activated memories over the floor by final score: the top ``k``, then the first
+    """Activated memories over the floor (or as similar to the query as ``min_similarity``)
+    by final score: the top ``k``, then the first
     ``episode_k`` direct episode hits; members whose concept is present give way to it."""
     rt, req, c = run.rt, run.req, run.c
     rows, score, floor = c.rows, _scorer(rt, req, c), req.floor
     prelim = [(score(mid, a.value), mid, a) for mid, a in c.activations.items()
-              if a.value >= floor and mid in rows]
+              if (a.value >= floor or run.similar(mid)) and mid in rows]
     prelim.sort(key=lambda t: (-t[0], t[1]))
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
