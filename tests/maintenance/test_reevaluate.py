@@ -1,6 +1,6 @@
 """Re-evaluation ticks (DESIGN section 5): the window since the last successful tick, the heat
 formula, candidates, cooldown, per-tenant cap and fairness, promotion (never down), events,
-the decayed counter, the log line, and tenants with intelligence disabled."""
+the exact last hour across ticks, the log line, and tenants with intelligence disabled."""
 
 from __future__ import annotations
 
@@ -131,7 +131,8 @@ def test_a_failed_tick_is_read_again(engine: MemoryEngine, clock: ManualClock,
     monkeypatch.setattr(reeval, "promote", boom)
     with pytest.raises(RuntimeError):
         engine.reevaluate()
-    assert row(engine, mid).heat_counter == 0.0 and row(engine, mid).state == "skipped"
+    r = row(engine, mid)
+    assert r.last_reevaluated_at is None and r.state == "skipped"
     monkeypatch.undo()
     clock.advance(timedelta(minutes=1))
     report = engine.reevaluate()
@@ -185,23 +186,53 @@ def test_a_waiting_candidate_expires_after_an_hour(make_engine, clock: ManualClo
     assert row(eng, b).state == "skipped"
 
 
-def test_older_heat_is_folded_into_a_decayed_counter(engine: MemoryEngine,
-                                                     clock: ManualClock) -> None:
+def test_the_last_hour_counts_exactly_across_ticks(engine: MemoryEngine,
+                                                   clock: ManualClock) -> None:
+    """Each tick aggregates a memory's whole last hour (recalls, distinct users, mean rank),
+    whichever tick first read the rows; rows older than an hour drop out."""
     (mid,) = _mems(engine, 1)
-    log_access(engine, "t", mid, at=clock.now(), rank=3, k=3, times=5)  # no users, last place
-    engine.reevaluate()
-    r = row(engine, mid)
-    assert (r.heat_counter, r.heat_at) == (5.0, clock.now().timestamp())
-    assert r.state == "skipped"  # .5*ln(6)/ln(21) = 0.29
+    t0 = clock.now()
+    log_access(engine, "t", mid, at=t0, rank=3, k=3, times=5)  # no users, last place
+    assert engine.reevaluate().scanned == 5
+    assert row(engine, mid).state == "skipped"  # .5*ln(6)/ln(21) = 0.29
     clock.advance(timedelta(minutes=10))
-    log_access(engine, "t", mid, at=clock.now(), rank=3, k=3, times=5)
+    log_access(engine, "t", mid, at=clock.now(), rank=3, k=3, user="u1", times=5)
     report = engine.reevaluate()
-    decayed = 5 * 0.5 ** (10 / 60)
-    assert row(engine, mid).heat_counter == pytest.approx(decayed + 5)
     assert report.scanned == 5
+    ten = reeval.heat(reeval.HeatInputs(recalls=10, users=1, mean_rank_share=1.0))
+    assert ten == pytest.approx(_heat(10, 1, [1.0])) and 0.35 <= ten < 0.7
     (ev,) = events(engine, "t", mid, "reevaluation_promoted")
-    assert ev.after["heat"] == pytest.approx(0.5 * math.log1p(5 + decayed) / LN21, abs=1e-6)  # type: ignore[index]
-    assert row(engine, mid).state == "batched"  # only thanks to the counter
+    assert ev.after == {"state": "batched", "heat": pytest.approx(ten, abs=1e-6)}
+    clock.advance(timedelta(minutes=55))  # t0 + 65 min: the first five are out of the hour
+    log_access(engine, "t", mid, at=clock.now(), rank=1, k=3, user="u2", times=10)
+    report = engine.reevaluate()
+    assert report.scanned == 10
+    last_hour = reeval.HeatInputs(recalls=15, users=2, mean_rank_share=5 / 15)
+    assert reeval.heat(last_hour) == pytest.approx(_heat(15, 2, [1.0] * 5 + [0.0] * 10))
+    assert row(engine, mid).state == "immediate"
+    ev = events(engine, "t", mid, "reevaluation_promoted")[-1]
+    assert ev.after == {"state": "immediate",
+                        "heat": pytest.approx(reeval.heat(last_hour), abs=1e-6)}
+
+
+def test_a_recall_written_after_a_tick_of_the_same_instant_is_read_by_the_next(
+        engine: MemoryEngine, clock: ManualClock) -> None:
+    """The log since the last tick is the rows added since it read the log, whatever their
+    time stamps: a recall stamped with the tick's own time (or earlier, written late) is new
+    to the next tick."""
+    (mid,) = _mems(engine, 1)
+    assert engine.reevaluate().scanned == 0  # an idle tick: no row read yet
+    log_access(engine, "t", mid, at=clock.now(), times=19)  # heat 0.692
+    clock.advance(timedelta(minutes=10))
+    assert engine.reevaluate().scanned == 19
+    assert row(engine, mid).state == "batched"
+    log_access(engine, "t", mid, at=clock.now())  # the same instant, after the tick
+    clock.advance(timedelta(minutes=10))
+    report = engine.reevaluate()
+    assert (report.scanned, report.memories, report.promoted) == (1, 1, 1)
+    assert row(engine, mid).state == "immediate"  # twenty in the last hour
+    clock.advance(timedelta(minutes=10))
+    assert engine.reevaluate().scanned == 0
 
 
 def test_fairness_one_tenants_thousand_hot_memories(engine: MemoryEngine,
@@ -259,8 +290,7 @@ def test_intelligence_disabled_tenants_are_a_noop(make_engine, clock: ManualCloc
     assert (report.scanned, report.promoted) == (10, 1)
     assert row(eng, alice).state == "batched"
     r = row(eng, bob)
-    assert (r.state, r.heat_counter, r.heat_at, r.last_reevaluated_at) == \
-        ("skipped", 0.0, None, None)
+    assert (r.state, r.last_reevaluated_at) == ("skipped", None)
     assert not events(eng, "bob", bob, "reevaluation_promoted")
 
 
@@ -349,3 +379,91 @@ def test_window_aggregation_equals_the_scoring_core(engine: MemoryEngine, clock:
     for mid, inputs in expected.items():
         assert (got[mid].recalls, got[mid].users) == (inputs.recalls, inputs.users)
         assert got[mid].mean_rank_share == pytest.approx(inputs.mean_rank_share, abs=1e-12)
+
+
+# -- the seed's example under the default background maintenance (issue 33 point 2) --------
+OLD_FACT = "Locker code 4512"
+"""An old fact the gatekeeper skips (importance 0: g = .3 novelty + .2 * 3/20 tokens = .33)."""
+
+
+def _old_fact(eng: MemoryEngine) -> str:
+    fact = eng.add(OLD_FACT, tenant="t", importance=0.0)
+    assert fact.state == "skipped"
+    eng.add_many([{"text": "We fly to Lisbon on the ninth of June with the kids"},
+                  {"text": "The hotel in Lisbon is close to the old tram line"}], tenant="t")
+    return fact.id
+
+
+def _recall_it(eng: MemoryEngine, clock: ManualClock, mid: str, *, times: int,
+               every: timedelta) -> None:
+    """``times`` recalls ``every`` apart, the clock advanced between them (so the background
+    scheduler ticks when it comes due, as it would); each returns the fact first."""
+    for i in range(times):
+        if i:
+            clock.advance(every)
+        assert eng.recall(OLD_FACT, tenant="t").ids[0] == mid
+
+
+def _next_tick(eng: MemoryEngine, clock: ManualClock) -> None:
+    assert eng.scheduler is not None
+    ticks = eng.scheduler.runs["reevaluate"]
+    while eng.scheduler.runs["reevaluate"] == ticks:
+        clock.advance(timedelta(minutes=2))
+
+
+@pytest.mark.parametrize("offset", [0, 1, 3, 7, 9])
+def test_twenty_recalls_in_an_hour_promote_under_the_default_scheduler(
+        make_engine, clock: ManualClock, offset: int) -> None:  # type: ignore[no-untyped-def]
+    """The seed's headline example: an old fact recalled twenty times in an hour (every two
+    minutes, no user, always first: heat exactly .5 + .2 = 0.7) ends ``immediate`` with the
+    default background maintenance (a tick every 10 minutes on the engine's clock), wherever
+    the ticks fall among the recalls (the first tick comes 10 minutes after open; the recalls
+    start ``offset`` minutes after open)."""
+    eng = make_engine(maintenance="background")
+    assert eng.scheduler is not None and eng.scheduler.running
+    mid = _old_fact(eng)
+    clock.advance(timedelta(minutes=offset))
+    _recall_it(eng, clock, mid, times=20, every=timedelta(minutes=2))
+    last_recall = clock.now()
+    _next_tick(eng, clock)  # the first tick after the twentieth recall
+    assert clock.now() - last_recall <= timedelta(minutes=10)
+    assert row(eng, mid).state == "immediate"
+    assert row(eng, mid).enriched_at is not None  # immediate: enriched at once
+    promoted = events(eng, "t", mid, "reevaluation_promoted")
+    assert [(e.before, e.after["state"]) for e in promoted] == [  # type: ignore[index]
+        ({"state": "skipped"}, "batched"), ({"state": "batched"}, "immediate")]
+    assert promoted[-1].at == clock.now()
+    assert promoted[-1].after["heat"] == pytest.approx(0.7)  # type: ignore[index]
+    clock.advance(timedelta(hours=3))  # cold again: never demoted
+    assert row(eng, mid).state == "immediate"
+    assert not eng.scheduler.errors
+
+
+def test_recalls_spread_over_two_hours_do_not_reach_immediate(
+        make_engine, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
+    """The window is the last hour: thirty recalls every four minutes (never more than 15 in
+    an hour, heat at most .5*ln(16)/ln(21) + .2 = 0.655) promote to ``batched`` only."""
+    eng = make_engine(maintenance="background")
+    mid = _old_fact(eng)
+    _recall_it(eng, clock, mid, times=30, every=timedelta(minutes=4))
+    _next_tick(eng, clock)
+    assert row(eng, mid).state == "batched"
+    promoted = events(eng, "t", mid, "reevaluation_promoted")
+    assert [e.after["state"] for e in promoted] == ["batched"]  # type: ignore[index]
+    assert not eng.scheduler.errors
+
+
+def test_a_manual_tick_in_the_cooldown_delays_the_promotion_to_the_next_tick(
+        make_engine, clock: ManualClock) -> None:  # type: ignore[no-untyped-def]
+    """The cooldown stays: a manual tick four minutes after a background one leaves the
+    memory out (deferred), and the next background tick promotes it on its exact count."""
+    eng = make_engine(maintenance="background")
+    mid = _old_fact(eng)
+    clock.advance(timedelta(minutes=7))  # recalls at 7, 9, ..., 45; ticks at 11, 21, 31, 41
+    _recall_it(eng, clock, mid, times=20, every=timedelta(minutes=2))
+    report = eng.reevaluate()  # at 45: the memory was re-evaluated at 41
+    assert (report.reevaluated, report.deferred) == (0, 1)
+    assert row(eng, mid).state == "batched"
+    _next_tick(eng, clock)  # at 51: still twenty recalls in the last hour
+    assert row(eng, mid).state == "immediate"
+    assert events(eng, "t", mid, "reevaluation_promoted")[-1].at == clock.now()

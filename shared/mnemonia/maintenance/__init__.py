@@ -40,7 +40,13 @@ from mnemonia.maintenance.enrich import enrich
 from mnemonia.maintenance.evict import evict
 from mnemonia.maintenance.expire import expire
 from mnemonia.maintenance.jobs import JOB_NAMES, JOBS, Job, job
-from mnemonia.maintenance.reevaluate import DEFERRED_KEY, LAST_TICK_KEY, reevaluate, window_inputs
+from mnemonia.maintenance.reevaluate import (
+    DEFERRED_KEY,
+    LAST_ROW_KEY,
+    LAST_TICK_KEY,
+    reevaluate,
+    window_inputs,
+)
 from mnemonia.maintenance.reports import (
     ConsolidationReport,
     EnrichmentReport,
@@ -67,6 +73,7 @@ __all__ = [
     "DEFERRED_KEY",
     "JOBS",
     "JOB_NAMES",
+    "LAST_ROW_KEY",
     "LAST_TICK_KEY",
     "LSH_RECALL_AT_THRESHOLD",
     "MINHASH_PERMUTATIONS",

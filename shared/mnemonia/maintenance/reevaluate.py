@@ -19,17 +19,25 @@ from mnemonia.scoring import reevaluation as reeval
 from mnemonia.store.database import Connection
 from mnemonia.store.repository import SideStore
 
-__all__ = ["DEFERRED_KEY", "LAST_TICK_KEY", "reevaluate", "window_inputs"]
+__all__ = ["DEFERRED_KEY", "LAST_ROW_KEY", "LAST_TICK_KEY", "reevaluate", "window_inputs"]
 
 log = logging.getLogger("mnemonia.maintenance")
 
 LAST_TICK_KEY = "reevaluation.last_tick"
 """``kv`` key holding the time (epoch seconds) of the last successful re-evaluation tick."""
+LAST_ROW_KEY = "reevaluation.last_row"
+"""``kv`` key holding the largest ``access_log`` id the last successful tick read: the rows
+above it are the ones added since (see :func:`reevaluate`)."""
 DEFERRED_KEY = "reevaluation.deferred"
 """``kv`` key holding the candidates the last tick left out (per-tenant cap or cooldown):
 ``{memory_id: [tenant, heat, when the heat was computed]}``; they compete again in the next
 tick (for at most one window), so a cap delays a promotion instead of dropping it."""
-_COLUMNS = ("tenant", "state", "deleted_at", "last_reevaluated_at", "heat_counter", "heat_at")
+_COLUMNS = ("tenant", "state", "deleted_at", "last_reevaluated_at")
+
+
+def _inputs(n: int, users: int, shares: float) -> reeval.HeatInputs:
+    return reeval.HeatInputs(recalls=n, users=users,
+                             mean_rank_share=min(1.0, max(0.0, shares / n)))
 
 
 def window_inputs(repo: SideStore, conn: Connection, start: float, end: float,
@@ -41,13 +49,8 @@ def window_inputs(repo: SideStore, conn: Connection, start: float, end: float,
     equal), done by the database in one grouped query. Returns the number of rows and
     ``{memory_id: HeatInputs}``.
     """
-    inputs: dict[str, reeval.HeatInputs] = {}
-    total = 0
-    for mid, n, users, shares in repo.events.access_window(conn, start, end, disabled):
-        total += n
-        inputs[mid] = reeval.HeatInputs(recalls=n, users=users,
-                                        mean_rank_share=min(1.0, max(0.0, shares / n)))
-    return total, inputs
+    rows = repo.events.access_window(conn, start, end, disabled)
+    return sum(r[1] for r in rows), {r[0]: _inputs(*r[1:4]) for r in rows}
 
 
 @dataclass
@@ -58,25 +61,20 @@ class _Tick:
     start: float
     scanned: int
     inputs: dict[str, reeval.HeatInputs]
+    last_row: int | None
     candidates: list[reeval.Candidate] = field(default_factory=list)
     heats: dict[str, float] = field(default_factory=dict)
     heat_time: dict[str, float] = field(default_factory=dict)
-    counters: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _heat(tick: _Tick, mid: str, r: Any, carried: dict[str, Any]) -> None:
-    """This memory's heat (and its decayed counter); a candidate when not ``immediate``."""
+    """This memory's heat (its exact last hour when it was recalled since the last tick, else
+    the heat it waited with); a candidate when not ``immediate``."""
     nowts = to_ts(tick.now)
     h, when = (float(carried[mid][1]), float(carried[mid][2])) if mid in carried \
         else (-1.0, nowts)
     if mid in tick.inputs:
-        older = 0.0
-        if r.heat_at is not None and r.heat_counter:
-            older = reeval.decay_counter(float(r.heat_counter), last_at=from_ts(r.heat_at),
-                                         now=tick.now)
-        tick.heats[mid] = reeval.heat(tick.inputs[mid], decayed_recalls=older)
-        tick.counters.append({"b_id": mid, "heat_counter": older + tick.inputs[mid].recalls,
-                              "heat_at": nowts})
+        tick.heats[mid] = reeval.heat(tick.inputs[mid])
         if tick.heats[mid] >= h:
             h, when = tick.heats[mid], nowts
     if r.state != reeval.IMMEDIATE:
@@ -88,14 +86,31 @@ def _heat(tick: _Tick, mid: str, r: Any, carried: dict[str, Any]) -> None:
 
 
 def _gather(rt: Runtime, conn: Connection, now: datetime, disabled: tuple[str, ...]) -> _Tick:
+    """The memories recalled since the last tick, each with its exact last hour.
+
+    Which memories a tick looks at: those with an access-log row added since the last
+    successful tick and stamped within the last hour (the scan stays bounded). "Added since"
+    is by row id (:data:`LAST_ROW_KEY`), so a recall stamped at or before the last tick's time
+    but written after that tick read the log still counts as new; until a tick has read a
+    row, by time: stamped at or after the last tick. Each memory's heat then aggregates all its
+    rows of ``(now - 1 h, now]``, whichever tick first saw them, on the engine's clock: no
+    decayed counter, no undercount, and reading a memory twice counts nothing twice.
+    """
     nowts = to_ts(now)
     window = reeval.DEFAULT_WINDOW
     last = rt.sql.kv.kv_get(conn, LAST_TICK_KEY)
-    start = nowts - window.total_seconds()
-    if last is not None:
-        start = max(start, float(last))
-    scanned, inputs = window_inputs(rt.sql, conn, start, nowts, disabled)
-    tick = _Tick(now=now, start=start, scanned=scanned, inputs=inputs)
+    seen = rt.sql.kv.kv_get(conn, LAST_ROW_KEY)
+    hour = nowts - window.total_seconds()
+    since = hour if last is None else max(hour, float(last))
+    rows = rt.sql.events.access_window(
+        conn, hour, nowts, disabled, since=since if seen is None else None,
+        after_id=None if seen is None else int(seen))
+    marks = [r[5] for r in rows if r[5] is not None]
+    if seen is not None:
+        marks.append(int(seen))
+    inputs = {r[0]: _inputs(*r[1:4]) for r in rows}
+    tick = _Tick(now=now, start=since, scanned=sum(r[4] for r in rows), inputs=inputs,
+                 last_row=max(marks) if marks else None)
     mids = sorted(inputs)
     # Candidates a previous tick had to leave out (cap or cooldown) wait here for their
     # turn, with the heat they had then, for at most one window.
@@ -131,7 +146,6 @@ def _promote(rt: Runtime, conn: Connection, tick: _Tick, chosen: list[reeval.Can
     for p in promotions:
         rt.sql.memories.update_memory(conn, p.memory_id, state=p.new_state)
     rt.sql.memories.update_ids(conn, [c.memory_id for c in chosen], last_reevaluated_at=nowts)
-    rt.sql.memories.update_each(conn, tick.counters, ("heat_counter", "heat_at"))
     rt.sql.events.insert_events(conn, events)
     return promotions
 
@@ -154,9 +168,11 @@ def _enrich_hot(rt: Runtime, promotions: list[Promotion]) -> int:
 def reevaluate(rt: Runtime) -> ReevaluationReport:
     """One re-evaluation tick over every tenant (DESIGN section 5).
 
-    Reads the access log since the last successful tick (at most the last hour); per memory
-    aggregates recalls, distinct users and mean rank share; older recalls come from the
-    memory's decayed counter (half-life one hour), into which this tick's rows are then folded.
+    Reads the access log added since the last successful tick (rows stamped within the last
+    hour); each memory recalled there gets its heat from its exact last hour on the engine's
+    clock (recalls, distinct users, mean rank share of its rows in ``(now - 1 h, now]``,
+    whichever tick first saw them), so twenty recalls in an hour count twenty however they
+    fall among the ticks.
     Candidates are active ``skipped``/``batched`` memories not re-evaluated in the last
     ``reevaluation_cooldown`` seconds, at most ``reevaluation_per_tenant_cap`` per tenant,
     hottest first; the ones left out wait for the next tick with their heat (for at most an
@@ -181,6 +197,8 @@ def reevaluate(rt: Runtime) -> ReevaluationReport:
         rt.sql.kv.kv_set(conn, DEFERRED_KEY, waiting)
         promotions = _promote(rt, conn, tick, list(chosen))
         rt.sql.kv.kv_set(conn, LAST_TICK_KEY, to_ts(now))
+        if tick.last_row is not None:
+            rt.sql.kv.kv_set(conn, LAST_ROW_KEY, tick.last_row)
     enriched = _enrich_hot(rt, promotions)
     report = ReevaluationReport(
         window_start=from_ts(tick.start), window_end=now, scanned=tick.scanned,

@@ -162,10 +162,11 @@ class ReevaluationReport(Report):
     """What one re-evaluation tick did (all tenants).
 
     Attributes:
-        window_start: Access-log rows after this time were read (the last successful tick,
-            or one hour back at most).
+        window_start: The last successful tick, or one hour back at most: the memories
+            with access-log rows added since were looked at, each one's heat counting its
+            whole last hour.
         window_end: The tick time.
-        scanned: Access-log rows read.
+        scanned: Access-log rows added since the last tick (stamped within the last hour).
         memories: Distinct memories among them (tenants with intelligence enabled).
         candidates: Of those, ``skipped``/``batched`` active memories.
         reevaluated: Candidates past the cooldown and within the per-tenant cap.

@@ -117,18 +117,34 @@ class Events:
         return out
 
     def access_window(self, conn: Connection, start: float, end: float,
-                      disabled: Sequence[str]) -> list[tuple[str, int, int, float]]:
+                      disabled: Sequence[str], *, since: float | None = None,
+                      after_id: int | None = None
+                      ) -> list[tuple[str, int, int, float, int, int | None]]:
         """Access-log rows in ``(start, end]`` grouped per memory: ``(memory_id, recalls,
-        distinct users, sum of min(1, (rank-1)/max(1, k-1)))``, tenants in ``disabled`` left
-        out. The database aggregates, so a busy log costs no Python objects per row."""
+        distinct users, sum of min(1, (rank-1)/max(1, k-1)), fresh rows, largest fresh row
+        id)``, tenants in ``disabled`` left out.
+
+        A row is fresh when it is stamped at or after ``since`` and its id is above
+        ``after_id`` (each when given; with neither, every row is). With ``since`` or
+        ``after_id``, only the memories with a fresh row are returned, each aggregated over
+        all its rows in ``(start, end]``. One grouped statement (one snapshot) over the rows of
+        ``(start, end]``, read through the index on ``at``: the database aggregates, so a busy
+        log costs no Python objects per row."""
         al = access_log
         share = sa.cast(al.c.rank - 1, sa.Float) / sa.cast(
             sa.case((al.c.k > 1, al.c.k - 1), else_=1), sa.Float)
         share = sa.case((share > 1.0, 1.0), (share < 0.0, 0.0), else_=share)
+        fresh = sa.and_(al.c.at > start if since is None else al.c.at >= since,
+                        *([] if after_id is None else [al.c.id > after_id]))
+        new = sa.func.sum(sa.case((fresh, 1), else_=0))
         q = (sa.select(al.c.memory_id, sa.func.count().label("n"),
                        sa.func.count(sa.distinct(al.c.user_id)).label("users"),
-                       sa.func.sum(share).label("shares"))
+                       sa.func.sum(share).label("shares"), new.label("fresh"),
+                       sa.func.max(sa.case((fresh, al.c.id), else_=None)).label("last"))
              .where(al.c.at > start, al.c.at <= end).group_by(al.c.memory_id))
         if disabled:
             q = q.where(al.c.tenant.not_in(list(disabled)))
-        return [(r[0], int(r[1]), int(r[2]), float(r[3])) for r in conn.execute(q)]
+        if since is not None or after_id is not None:
+            q = q.having(new > 0)
+        return [(r[0], int(r[1]), int(r[2]), float(r[3]), int(r[4]),
+                 None if r[5] is None else int(r[5])) for r in conn.execute(q)]
