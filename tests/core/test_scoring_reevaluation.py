@@ -72,21 +72,16 @@ def test_heat_hand_computed() -> None:
     assert hottest == pytest.approx(1.0)
     h = rv.heat(rv.HeatInputs(recalls=1, users=1, mean_rank_share=0.5))
     assert h == pytest.approx(0.5 * math.log(2) / math.log(21) + 0.3 * 0.2 + 0.2 * 0.5)
-    older = rv.heat(rv.HeatInputs(recalls=1, users=1, mean_rank_share=0.5), decayed_recalls=3.0)
-    assert older == pytest.approx(0.5 * math.log(5) / math.log(21) + 0.3 * 0.2 + 0.2 * 0.5)
 
 
-def test_decay_counter_halves_every_half_life() -> None:
-    last = NOW - timedelta(hours=2)
-    assert rv.decay_counter(8.0, last_at=last, now=NOW) == pytest.approx(2.0)
-    assert rv.decay_counter(8.0, last_at=NOW, now=NOW) == 8.0
-    assert rv.decay_counter(8.0, last_at=NOW + timedelta(hours=1), now=NOW) == 8.0
-    assert rv.decay_counter(8.0, last_at=last, now=NOW,
-                            half_life=timedelta(hours=2)) == pytest.approx(4.0)
-    with pytest.raises(InvalidInputError):
-        rv.decay_counter(-1.0, last_at=last, now=NOW)
-    with pytest.raises(NaiveDatetimeError):
-        rv.decay_counter(1.0, last_at=datetime(2025, 1, 1), now=NOW)
+def test_the_seeds_example_twenty_recalls_in_an_hour() -> None:
+    """Twenty recalls in an hour, always first, no user: exactly the immediate threshold;
+    nineteen stay below it."""
+    twenty = rv.heat(rv.HeatInputs(recalls=20, users=0, mean_rank_share=0.0))
+    nineteen = rv.heat(rv.HeatInputs(recalls=19, users=0, mean_rank_share=0.0))
+    assert twenty == 0.7 and nineteen == pytest.approx(0.691987222)
+    assert rv.promote("m", "batched", twenty, now=NOW)[0] == "immediate"
+    assert rv.promote("m", "batched", nineteen, now=NOW)[0] == "batched"
 
 
 @pytest.mark.parametrize(

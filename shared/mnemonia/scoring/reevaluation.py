@@ -25,7 +25,6 @@ __all__ = [
     "BATCHED",
     "DEFAULT_BATCH_THRESHOLD",
     "DEFAULT_COOLDOWN",
-    "DEFAULT_COUNTER_HALF_LIFE",
     "DEFAULT_IMMEDIATE_THRESHOLD",
     "DEFAULT_PER_TENANT_CAP",
     "DEFAULT_WINDOW",
@@ -40,7 +39,6 @@ __all__ = [
     "HeatInputs",
     "PromotionEvent",
     "aggregate",
-    "decay_counter",
     "gatekeeper_score",
     "gatekeeper_state",
     "heat",
@@ -59,7 +57,6 @@ STATES: tuple[str, ...] = (SKIPPED, BATCHED, IMMEDIATE)
 DEFAULT_IMMEDIATE_THRESHOLD = 0.7
 DEFAULT_BATCH_THRESHOLD = 0.35
 DEFAULT_WINDOW = timedelta(hours=1)
-DEFAULT_COUNTER_HALF_LIFE = timedelta(hours=1)
 DEFAULT_COOLDOWN = timedelta(minutes=5)
 DEFAULT_PER_TENANT_CAP = 100
 TOKEN_SATURATION = 20.0
@@ -243,59 +240,25 @@ def aggregate(
     }
 
 
-def heat(inputs: HeatInputs, *, decayed_recalls: float = 0.0) -> float:
+def heat(inputs: HeatInputs) -> float:
     """Return a memory's heat, in ``[0, 1]``.
 
-    ``h = .5*min(1, ln(1+R)/ln(21)) + .3*min(1, users/5) + .2*(1 - m)`` with
-    ``R = recalls + decayed_recalls``. A memory with no recalls at all (``R == 0``) has heat 0.
-
-    Args:
-        inputs: The window aggregates.
-        decayed_recalls: Older recalls folded into a decayed counter (finite, ``>= 0``).
+    ``h = .5*min(1, ln(1+recalls)/ln(21)) + .3*min(1, users/5) + .2*(1 - m)`` over the
+    window's exact aggregates (twenty recalls saturate the first term). A memory with no
+    recalls has heat 0.
 
     Raises:
-        InvalidInputError: ``decayed_recalls`` is negative or not finite.
+        InvalidInputError: ``inputs`` is not a :class:`HeatInputs`.
     """
     if not isinstance(inputs, HeatInputs):
         raise InvalidInputError(f"inputs must be a HeatInputs, got {shown(inputs)}")
-    older = require_finite(decayed_recalls, "decayed_recalls")
-    if older < 0.0:
-        raise InvalidInputError(f"decayed_recalls must be >= 0, got {shown(decayed_recalls)}")
-    total = inputs.recalls + older
-    if total <= 0.0:
+    if inputs.recalls == 0:
         return 0.0
-    recall_term = min(1.0, math.log1p(total) / math.log1p(RECALL_SATURATION))
+    recall_term = min(1.0, math.log1p(inputs.recalls) / math.log1p(RECALL_SATURATION))
     user_term = min(1.0, inputs.users / USER_SATURATION)
     return clamp(
         0.5 * recall_term + 0.3 * user_term + 0.2 * (1.0 - inputs.mean_rank_share), 0.0, 1.0
     )
-
-
-def decay_counter(
-    value: float,
-    *,
-    last_at: datetime,
-    now: datetime,
-    half_life: timedelta = DEFAULT_COUNTER_HALF_LIFE,
-) -> float:
-    """Return ``value`` decayed by half every ``half_life`` since ``last_at``.
-
-    Used to fold older recalls into a bounded per-memory counter:
-    ``counter = decay_counter(counter, last_at=last_tick, now=now) + recalls_this_tick``.
-    A ``last_at`` after ``now`` means no decay.
-
-    Raises:
-        InvalidInputError: ``value`` negative or not finite, ``half_life`` not positive.
-        NaiveDatetimeError: A datetime has no timezone.
-    """
-    amount = require_finite(value, "value")
-    if amount < 0.0:
-        raise InvalidInputError(f"value must be a finite number >= 0, got {shown(value)}")
-    last = require_aware(last_at, "last_at")
-    current = require_aware(now, "now")
-    hl = _require_positive_delta(half_life, "half_life")
-    elapsed = max(0.0, (current - last).total_seconds())
-    return amount * math.pow(0.5, elapsed / hl.total_seconds())
 
 
 @dataclass(frozen=True, kw_only=True)
