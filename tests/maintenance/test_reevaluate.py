@@ -467,3 +467,42 @@ def test_a_manual_tick_in_the_cooldown_delays_the_promotion_to_the_next_tick(
     _next_tick(eng, clock)  # at 51: still twenty recalls in the last hour
     assert row(eng, mid).state == "immediate"
     assert events(eng, "t", mid, "reevaluation_promoted")[-1].at == clock.now()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_tick_aggregates_the_whole_hour_of_the_memories_logged_since_the_last(
+        engine: MemoryEngine, clock: ManualClock, seed: int) -> None:
+    """What a tick reads (the memories with rows above the last row id it saw) equals the
+    scoring core's aggregate of those memories' whole last hour."""
+    import random
+
+    import sqlalchemy as sa
+    from mnemonia.store import sql as S
+
+    rnd = random.Random(seed)
+    now = clock.now()
+    with engine.sql.begin() as conn:
+        conn.execute(S.access_log.insert(), [dict(
+            tenant=rnd.choice(["a", "b"]), memory_id=f"m{rnd.randint(0, 30)}",
+            rank=rnd.randint(1, 5), k=rnd.randint(1, 5), score=0.5,
+            user_id=rnd.choice([None, "u1", "u2", "u3"]),
+            at=(now - timedelta(seconds=rnd.uniform(-600, 7200))).timestamp())
+            for _ in range(400)])
+    with engine.sql.connect() as conn:
+        stored = conn.execute(sa.select(S.access_log)).fetchall()
+        after = rnd.randint(0, 300)  # some rows above it (400 inserted)
+        got = engine.sql.events.access_window(conn, (now - timedelta(hours=1)).timestamp(),
+                                              now.timestamp(), ("b",), after_id=after)
+    hour = [r for r in stored if r.tenant != "b"
+            and now - timedelta(hours=1) < from_ts(r.at) <= now]
+    fresh = [r for r in hour if r.id > after]
+    expected = reeval.aggregate(
+        [reeval.AccessRow(memory_id=r.memory_id, tenant=r.tenant, user_id=r.user_id,
+                          rank=r.rank, k=r.k, at=from_ts(r.at))
+         for r in hour if r.memory_id in {f.memory_id for f in fresh}], now=now)
+    assert fresh and {g[0] for g in got} == set(expected)
+    assert sum(g[4] for g in got) == len(fresh)
+    assert max(g[5] or 0 for g in got) == max(r.id for r in fresh)
+    for mid, n, users, shares, _, _ in got:
+        assert (n, users) == (expected[mid].recalls, expected[mid].users)
+        assert shares / n == pytest.approx(expected[mid].mean_rank_share, abs=1e-12)
