@@ -9,6 +9,9 @@ warning with a "did you mean" (those of :data:`ENV_OTHER_VARIABLES`, e.g. ``MNEM
 pass silently): another tool's variable must not stop a store opening. An unknown keyword argument
 (``MnemoniaConfig(defualt_k=3)``) raises :class:`~mnemonia.errors.UnknownConfigKeyError`, an
 ``InvalidConfigError`` that is also a ``TypeError``.
+
+Each key is declared once, in the class body: ``name: type = key(default, check, doc)``. The
+validation, the parsing of environment values and the shapes of JSON values derive from them.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from mnemonia.errors import InvalidConfigError, UnknownConfigKeyError, shown
 from mnemonia.scoring import activation as act
@@ -39,110 +42,233 @@ __all__ = ["EMBEDDER_BACKENDS", "ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADA
            "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
 
 ENV_PREFIX = "MNEMONIA_"
-MAX_TEXT_CHARS = 16_000
-MAX_METADATA_BYTES = 65_536
-"""Default ``max_metadata_bytes``: a memory's metadata as UTF-8 JSON, at most 64 KiB."""
-MAX_METADATA_DEPTH = 32
-"""Default ``max_metadata_depth``: dicts and lists nested at most 32 levels deep."""
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
 MODES: tuple[str, ...] = tuple(_modes.MODES)
 """Names of the score blends (:data:`mnemonia.scoring.modes.MODES`)."""
-# Defaults, one named constant each; where the seed fixes a value, it comes from the pure
-# scoring core, so the two cannot drift apart. The others were chosen on LoCoMo (README).
-DEFAULT_RETENTION_HALF_LIFE: float = ret.DEFAULT_HALF_LIFE  # 86_400.0
-DEFAULT_STABILITY_GROWTH: float = ret.STABILITY_GROWTH  # 1.5
-DEFAULT_STABILITY_CAP: float = ret.STABILITY_CAP  # 100.0
-DEFAULT_PRIORITY_WEIGHT_IMPORTANCE: float = prio.DEFAULT_WEIGHTS.importance  # 0.4
-DEFAULT_PRIORITY_WEIGHT_RECENCY: float = prio.DEFAULT_WEIGHTS.recency  # 0.3
-DEFAULT_PRIORITY_WEIGHT_ACCESS: float = prio.DEFAULT_WEIGHTS.access  # 0.2
-DEFAULT_PRIORITY_WEIGHT_RETENTION: float = prio.DEFAULT_WEIGHTS.retention  # 0.1
-DEFAULT_EVICTION_BUDGET: float = prio.DEFAULT_EVICTION_BUDGET  # 0.05
-DEFAULT_MAX_MEMORIES: int | None = None
-DEFAULT_CONSOLIDATION_THRESHOLD: float = cons.DEFAULT_THRESHOLD  # 0.7
-DEFAULT_CONSOLIDATION_MIN_GROUP: int = cons.DEFAULT_MIN_GROUP  # 2
-DEFAULT_DEFAULT_K: int = 3
-DEFAULT_EPISODE_K: int = 5
-DEFAULT_RECALL_INITIAL_CANDIDATES: int = 10
-DEFAULT_KEYWORD_CANDIDATES: int = 100
-DEFAULT_KEYWORD_POSTINGS: int = 500
-DEFAULT_HYBRID_KEYWORD_WEIGHT: float = 0.55
-DEFAULT_KEYWORD_DATES: bool = True
-DEFAULT_KEYWORD_IDF: bool = True
-DEFAULT_KEYWORD_EXPANSION: float = 0.45
-DEFAULT_KEYWORD_STEM_CREDIT: float = 0.8
-DEFAULT_SPEAKER_WEIGHT: float = 0.2
-DEFAULT_CONTEXT_WEIGHT: float = 0.5
-DEFAULT_CONTEXT_WINDOW: int = 2
-DEFAULT_SESSION_WEIGHT: float = 0.0
-DEFAULT_INITIAL_THRESHOLD: float = 0.1
-DEFAULT_ENTITY_SIMILARITY_THRESHOLD: float = 0.3
-DEFAULT_ENTITY_FANOUT: int = 20
-DEFAULT_SPREAD_DEPTH: int = act.DEFAULT_DEPTH  # 2
-DEFAULT_SPREAD_DECAY: float = 1.0
-DEFAULT_SPREAD_FRONTIER: int = 20
-DEFAULT_CROSS_TOPIC_PENALTY: float = act.DEFAULT_CROSS_TOPIC_PENALTY  # 0.4
-DEFAULT_DEFAULT_MODE: str = "lifecycle"
-DEFAULT_MIN_ACTIVATION: float = 0.15
-DEFAULT_MIN_SIMILARITY: float = 0.25
-DEFAULT_REVIEW_BATCH: int = 50
-DEFAULT_IMMEDIATE_THRESHOLD: float = reeval.DEFAULT_IMMEDIATE_THRESHOLD  # 0.7
-DEFAULT_BATCH_THRESHOLD: float = reeval.DEFAULT_BATCH_THRESHOLD  # 0.35
-DEFAULT_RELATED_THRESHOLD: float = 0.6
-DEFAULT_SNAPSHOT_SIZE: int = 10
-DEFAULT_REEVALUATION_INTERVAL: float = 600.0
-DEFAULT_REEVALUATION_COOLDOWN: float = reeval.DEFAULT_COOLDOWN.total_seconds()  # 300.0
-DEFAULT_REEVALUATION_PER_TENANT_CAP: int = reeval.DEFAULT_PER_TENANT_CAP  # 100
-DEFAULT_INTELLIGENCE_DISABLED_TENANTS: tuple[str, ...] = ()
-DEFAULT_MAINTENANCE: str = "background"
 MAINTENANCE_MODES = ("background", "manual")
 """``background``: the engine runs its maintenance by itself; ``manual``: only when called."""
-DEFAULT_ENRICH_INTERVAL: float = 60.0
-DEFAULT_REVIEW_INTERVAL: float = 600.0
-DEFAULT_EVICT_INTERVAL: float = 3600.0
-DEFAULT_CONSOLIDATE_INTERVAL: float = 3600.0
-DEFAULT_EXPIRE_INTERVAL: float = 300.0
-"""Seconds between two TTL sweeps of expired keyed items (LangGraph's default: 5 minutes)."""
-DEFAULT_MAINTENANCE_POLL_SECONDS: float = 1.0
-DEFAULT_MAINTENANCE_LEASE_SECONDS: float = 300.0
-DEFAULT_RERANK_CANDIDATES: int = 20
-DEFAULT_EMBED_BATCH_SIZE: int = 64
 EMBEDDER_BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
 """How the bundled all-MiniLM-L6-v2 runs (``MemoryEngine.open(embedder=None)``): ``torch``
 (sentence-transformers), ``onnx`` (the same weights exported once to ONNX and run by ONNX
 Runtime: the same vectors to float precision), ``onnx-int8`` (that export with int8 weights:
 close, not equal, vectors). All three carry the model's name, so a store opens with any."""
-DEFAULT_EMBEDDER_BACKEND: str = "onnx"
-"""ONNX by default: on the 2-core reference machine it embeds a query 2.6-2.7x faster than
-sentence-transformers with the same vectors (``benchmarks/embedder.py``)."""
-DEFAULT_ONNX_CACHE_DIR: str | None = None
-"""``None``: ``$XDG_CACHE_HOME/mnemonia/onnx`` (else ``~/.cache/mnemonia/onnx``)."""
-DEFAULT_QUERY_CACHE_SIZE: int = 1024
-DEFAULT_EXACT_SEARCH_LIMIT: int = 8_000
-"""An embedded store keeps the vectors of a tenant with at most this many in memory and finds
-recall's nearest neighbours, and every candidate's cosine, by one matrix product instead of
-Chroma's HNSW query and the candidates' vector reads. On the 2-core reference machine (recall
-p50, the same store with and without, each in its own process) it was faster at 5,000
-vectors (-0.3 and -1.8 ms), even at 9,000 (+0.4, -0.3 ms) and slower at 16,000 (+0.5, +1.1
-ms). 0: always Chroma's HNSW index."""
-DEFAULT_RETRY_ATTEMPTS: int = 5
-DEFAULT_RETRY_MAX_WAIT: float = 2.0
 
 
-def _unit(lo_open: bool = False) -> tuple[float, float, bool]:
-    return (0.0, 1.0, lo_open)
+# -- what a key accepts ------------------------------------------------------------------------
+class Check:
+    """What a key accepts: the problems of a value (each message naming the key, the value and
+    :meth:`allowed`), how a ``MNEMONIA_*`` text parses, and how a JSON or environment shape
+    becomes the one the dataclass holds. The kinds: :class:`Number`, :class:`Integer`,
+    :class:`Flag`, :class:`OneOf`, :class:`Folder`, and checks of their own for the odd keys
+    (:class:`RelationTypes`, :class:`TenantNames`: these list values they refuse in
+    ``refused``, for the tests)."""
+
+    def allowed(self) -> str:
+        """The allowed values as text (what follows "must be" in a message)."""
+        raise NotImplementedError
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, raw: str) -> Any:
+        """The value of an environment variable's text (ValueError: unparsable)."""
+        return raw.strip()
+
+    def shape(self, v: Any) -> Any:
+        return v
+
+
+@dataclass(frozen=True)
+class Number(Check):
+    """A finite float in a range; each end is open or closed (:func:`unit`, :func:`positive`,
+    :func:`at_least` build the ones in use)."""
+
+    low: float
+    high: float
+    low_open: bool
+    high_open: bool
+
+    def allowed(self) -> str:
+        high = "inf" if math.isinf(self.high) else f"{self.high:g}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"{left}{self.low:g}, {high}{right}"
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            return [f"{name}={shown(v)}: must be a finite number in {self.allowed()}"]
+        ok_low = v > self.low if self.low_open else v >= self.low
+        ok_high = v < self.high if self.high_open else v <= self.high
+        return [] if ok_low and ok_high else [f"{name}={shown(v)}: must be in {self.allowed()}"]
+
+    def parse(self, raw: str) -> Any:
+        return _number(float, raw.strip(), "a number")
+
+
+def unit(*, low_open: bool = False, high_open: bool = False) -> Number:
+    return Number(0.0, 1.0, low_open, high_open)
+
+
+def positive() -> Number:
+    return Number(0.0, math.inf, True, True)
+
+
+def at_least(low: float) -> Number:
+    return Number(low, math.inf, False, True)
+
+
+@dataclass(frozen=True)
+class Integer(Check):
+    """An int (not a bool) ``>= minimum``; with ``optional``, ``None`` too (``none``, ``null``
+    or empty in the environment)."""
+
+    minimum: int
+    optional: bool = False
+
+    def allowed(self) -> str:
+        return f"{'None or ' if self.optional else ''}an integer >= {self.minimum}"
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        if (self.optional and v is None) or (
+                not isinstance(v, bool) and isinstance(v, int) and v >= self.minimum):
+            return []
+        return [f"{name}={shown(v)}: must be {self.allowed()}"]
+
+    def parse(self, raw: str) -> Any:
+        text = raw.strip()
+        if self.optional and text.lower() in ("", "none", "null"):
+            return None
+        return _number(int, text, "an integer")
+
+
+@dataclass(frozen=True)
+class Flag(Check):
+    """A bool (``1/true/yes/on``, ``0/false/no/off`` in the environment)."""
+
+    def allowed(self) -> str:
+        return "true or false"
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        return [] if isinstance(v, bool) else [f"{name}={shown(v)}: must be {self.allowed()}"]
+
+    def parse(self, raw: str) -> Any:
+        text = raw.strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false")
+
+
+@dataclass(frozen=True)
+class OneOf(Check):
+    """One of a few names."""
+
+    choices: tuple[str, ...]
+
+    def allowed(self) -> str:
+        return "one of " + ", ".join(self.choices)
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        ok = isinstance(v, str) and v in self.choices
+        return [] if ok else [f"{name}={shown(v)}: must be {self.allowed()}"]
+
+
+@dataclass(frozen=True)
+class Folder(Check):
+    """``None`` or a folder path (an empty environment value is ``None``)."""
+
+    def allowed(self) -> str:
+        return "None or a folder path (non-empty str)"
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        ok = v is None or (isinstance(v, str) and bool(v.strip()))
+        return [] if ok else [f"{name}={shown(v)}: must be {self.allowed()}"]
+
+    def parse(self, raw: str) -> Any:
+        return raw if raw.strip() else None
+
+
+@dataclass(frozen=True)
+class RelationTypes(Check):
+    """A mapping relation type -> spread weight (a JSON object in the environment)."""
+
+    refused: ClassVar = ([("causes", 0.5)], {"Causes": 0.5}, {"causes": 0}, {"causes": 1.5})
+
+    def allowed(self) -> str:
+        return "a mapping name -> weight: names match [a-z][a-z0-9_]{0,40}, weights in (0, 1]"
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        if not isinstance(v, Mapping):
+            return [f"{name}={shown(v)}: must be a mapping name -> weight"]
+        problems = []
+        for rel, w in v.items():
+            if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
+                problems.append(f"{name} key {shown(rel)}: must match [a-z][a-z0-9_]*")
+            if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
+                problems.append(f"{name}[{shown(rel)}]={shown(w)}: weight must be in (0, 1]")
+        return problems
+
+    def parse(self, raw: str) -> Any:
+        try:
+            value = json.loads(raw.strip())
+        except ValueError as e:
+            raise ValueError(f"expected a JSON object ({e})") from e
+        if not isinstance(value, dict):
+            raise ValueError("expected a JSON object")
+        return value
+
+    def shape(self, v: Any) -> Any:
+        return dict(v) if isinstance(v, Mapping) else v
+
+
+@dataclass(frozen=True)
+class TenantNames(Check):
+    """A tuple of tenant names (a JSON list, a comma-separated environment value)."""
+
+    refused: ClassVar = ("alice", ("alice", 3), {"alice"})
+
+    def allowed(self) -> str:
+        return "a tuple of tenant names"
+
+    def problems(self, name: str, v: Any) -> list[str]:
+        ok = isinstance(v, tuple) and all(isinstance(t, str) for t in v)
+        return [] if ok else [f"{name}={shown(v)}: must be {self.allowed()}"]
+
+    def parse(self, raw: str) -> Any:
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+    def shape(self, v: Any) -> Any:
+        return tuple(v) if isinstance(v, list) else v
+
+
+_KEY = "mnemonia"  # where a field's metadata holds its Key
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Key:
+    """A config key's check and documentation (a field's ``metadata["mnemonia"]``)."""
+
+    check: Check
+    doc: str
+
+
+def key(default: _T, check: Check, doc: str) -> _T:
+    """Declare a config key: its default, what it accepts and what it means."""
+    return field(default=default, metadata={_KEY: Key(check, doc)})
+
+
+def key_made_by(factory: Callable[[], _T], check: Check, doc: str) -> _T:
+    """:func:`key` for a mutable default, made by ``factory`` for each config."""
+    return field(default_factory=factory, metadata={_KEY: Key(check, doc)})
 
 
 @dataclass(frozen=True, kw_only=True)
 class MnemoniaConfig:
-    """All tunables of the engine. Defaults follow DESIGN.md; see the README for the chosen ones.
+    """All tunables of the engine, each declared once below: default, check, meaning.
 
-    Input limits (checked before anything is written; a value over a limit is an
-    :class:`~mnemonia.errors.InvalidInputError` naming the limit):
-
-    * ``max_text_chars`` (16000): characters of a memory's text or a query.
-    * ``max_metadata_bytes`` (65536): a memory's metadata as UTF-8 JSON, in bytes; checked on
-      ``add``, ``add_many`` and on the merged result of ``update_metadata``.
-    * ``max_metadata_depth`` (32): how deep dicts and lists may nest in metadata.
+    :func:`reference` lists them (the configuration page of the documentation); DESIGN.md
+    gives the seed's defaults, the README the ones chosen on LoCoMo.
 
     Example:
         >>> MnemoniaConfig(hybrid_keyword_weight=0.3).default_k
@@ -150,98 +276,156 @@ class MnemoniaConfig:
     """
 
     # Forgetting curve and priority
-    retention_half_life: float = DEFAULT_RETENTION_HALF_LIFE
-    stability_growth: float = DEFAULT_STABILITY_GROWTH
-    stability_cap: float = DEFAULT_STABILITY_CAP
-    priority_weight_importance: float = DEFAULT_PRIORITY_WEIGHT_IMPORTANCE
-    priority_weight_recency: float = DEFAULT_PRIORITY_WEIGHT_RECENCY
-    priority_weight_access: float = DEFAULT_PRIORITY_WEIGHT_ACCESS
-    priority_weight_retention: float = DEFAULT_PRIORITY_WEIGHT_RETENTION
+    retention_half_life: float = key(ret.DEFAULT_HALF_LIFE, positive(), (
+        "Seconds: retention is `exp(-t / (half_life * importance * stability))`, t the time "
+        "since the last access; a term of priority and of the seed recall modes."))
+    stability_growth: float = key(ret.STABILITY_GROWTH, at_least(1), (
+        "Each access (a recall hit, a touching read) multiplies a memory's stability by this, "
+        "up to `stability_cap`: what is used is forgotten more slowly."))
+    stability_cap: float = key(ret.STABILITY_CAP, at_least(1), "The largest stability.")
+    priority_weight_importance: float = key(prio.DEFAULT_WEIGHTS.importance, at_least(0), (
+        "Weight of importance in priority, which orders eviction, review and the snapshot "
+        "(the four weights are normalised and must not all be zero)."))
+    priority_weight_recency: float = key(prio.DEFAULT_WEIGHTS.recency, at_least(0), (
+        "Weight of recency, `1 / (1 + days since created)`, in priority."))
+    priority_weight_access: float = key(prio.DEFAULT_WEIGHTS.access, at_least(0), (
+        "Weight of use, `min(1, access_count / 100)`, in priority."))
+    priority_weight_retention: float = key(prio.DEFAULT_WEIGHTS.retention, at_least(0), (
+        "Weight of retention (`retention_half_life`) in priority."))
     # Eviction and consolidation
-    eviction_budget: float = DEFAULT_EVICTION_BUDGET
-    max_memories: int | None = DEFAULT_MAX_MEMORIES
-    consolidation_threshold: float = DEFAULT_CONSOLIDATION_THRESHOLD
-    consolidation_min_group: int = DEFAULT_CONSOLIDATION_MIN_GROUP
+    eviction_budget: float = key(prio.DEFAULT_EVICTION_BUDGET, unit(low_open=True), (
+        "Share of a tenant's active memories one eviction run may remove (at least 1)."))
+    max_memories: int | None = key(None, Integer(1, optional=True), (
+        "Active memories per tenant above which the eviction job removes some (up to "
+        "`eviction_budget` a run); `None`: no limit."))
+    consolidation_threshold: float = key(cons.DEFAULT_THRESHOLD, unit(low_open=True), (
+        "Jaccard similarity of word sets at which memories group into one concept."))
+    consolidation_min_group: int = key(cons.DEFAULT_MIN_GROUP, Integer(2), (
+        "Fewest near-duplicates that consolidate into a concept."))
     # Recall
-    default_k: int = DEFAULT_DEFAULT_K
-    episode_k: int = DEFAULT_EPISODE_K
-    recall_initial_candidates: int = DEFAULT_RECALL_INITIAL_CANDIDATES
-    keyword_candidates: int = DEFAULT_KEYWORD_CANDIDATES
-    # Query words are searched rarest first while their matches in the tenant total at most
-    # this many: a word in more memories says little about any of them, and ranking its
-    # matches would make keyword search grow with the store.
-    keyword_postings: int = DEFAULT_KEYWORD_POSTINGS
-    hybrid_keyword_weight: float = DEFAULT_HYBRID_KEYWORD_WEIGHT
-    keyword_dates: bool = DEFAULT_KEYWORD_DATES
-    # Query words weigh ln((N+1)/(df+0.5)) in the keyword score (a rare word says more).
-    keyword_idf: bool = DEFAULT_KEYWORD_IDF
-    # A query word also matches the tenant's words whose word vectors reach this cosine,
-    # credited (cos - t)/(1 - t) ("exercise" finds "yoga"); 0 turns it off.
-    keyword_expansion: float = DEFAULT_KEYWORD_EXPANSION
-    # A query word also matches the tenant's words of the same Porter stem ("painted" finds
-    # "painting"), credited this much (or more, when their word vectors say so); 0: off.
-    keyword_stem_credit: float = DEFAULT_KEYWORD_STEM_CREDIT
-    # A memory said by a speaker the query names gains this share of relevance.
-    speaker_weight: float = DEFAULT_SPEAKER_WEIGHT
-    # A memory's relevance is lifted by this share of the best relevance among the memories
-    # at most context_window turns before or after it in its session (0: off).
-    context_weight: float = DEFAULT_CONTEXT_WEIGHT
-    context_window: int = DEFAULT_CONTEXT_WINDOW
-    # ... and by this share of (its own relevance x the best relevance among the candidates
-    # of its session, session_id): a session as one context node. Off by default: on LoCoMo
-    # it moves R@10 by +0.5 (open-domain +2.3) but surfaces off-topic turns of a chat session.
-    session_weight: float = DEFAULT_SESSION_WEIGHT
-    initial_threshold: float = DEFAULT_INITIAL_THRESHOLD
-    entity_similarity_threshold: float = DEFAULT_ENTITY_SIMILARITY_THRESHOLD
-    entity_fanout: int = DEFAULT_ENTITY_FANOUT
-    spread_depth: int = DEFAULT_SPREAD_DEPTH
-    spread_decay: float = DEFAULT_SPREAD_DECAY
-    spread_frontier: int = DEFAULT_SPREAD_FRONTIER
-    cross_topic_penalty: float = DEFAULT_CROSS_TOPIC_PENALTY
-    default_mode: str = DEFAULT_DEFAULT_MODE
-    min_activation: float = DEFAULT_MIN_ACTIVATION
-    # A memory whose cosine with the query reaches this passes the floor (and the seed
-    # threshold) whatever its keyword share: a paraphrase that shares no word with its
-    # question fuses under min_activation. 1.0: the fused score alone decides.
-    min_similarity: float = DEFAULT_MIN_SIMILARITY
-    relation_types: Mapping[str, float] = field(default_factory=dict)
+    default_k: int = key(3, Integer(1), "How many memories a recall returns without a `k`.")
+    episode_k: int = key(5, Integer(0), (
+        "Episode memories beyond the top k that a recall also returns, in `episodes`."))
+    recall_initial_candidates: int = key(10, Integer(1), (
+        "Dense candidates: the nearest `max(2 * this, 2 * k)` vectors of the query."))
+    keyword_candidates: int = key(100, Integer(0), (
+        "Keyword candidates (at least k) from the keyword index; 0: none. Chosen on LoCoMo."))
+    keyword_postings: int = key(500, Integer(1), (
+        "Query words are searched rarest first while their matches in the tenant total at "
+        "most this many: a common word says little, and ranking its matches would make keyword "
+        "search grow with the store."))
+    hybrid_keyword_weight: float = key(0.55, unit(), (
+        "Weight w of the keyword overlap in `fused = (1 - w) * cosine + w * overlap`; chosen "
+        "on LoCoMo."))
+    keyword_dates: bool = key(True, Flag(), (
+        "The text a query's words are matched against carries the memory's date (`on 7 "
+        "February 2022`), so a query naming a month or a year matches what was said then."))
+    keyword_idf: bool = key(True, Flag(), (
+        "Query words weigh `ln((N + 1) / (df + 0.5))` in the keyword score: a rare word says "
+        "more."))
+    keyword_expansion: float = key(0.45, unit(high_open=True), (
+        "A query word also matches the tenant's words whose word vectors reach this cosine t, "
+        "credited `(cos - t) / (1 - t)` (\"exercise\" finds \"yoga\"); 0: off."))
+    keyword_stem_credit: float = key(0.8, unit(), (
+        "A query word also matches the tenant's words of its Porter stem (\"painted\" finds "
+        "\"painting\"), credited this much (or more, when the word vectors say so); 0: off."))
+    speaker_weight: float = key(0.2, unit(), (
+        "A memory said by a speaker the query names gains this share of relevance."))
+    context_weight: float = key(0.5, unit(), (
+        "A memory's relevance is lifted by this share of the best relevance among the "
+        "memories at most `context_window` turns from it in its session; 0: off."))
+    context_window: int = key(2, Integer(0), "Turns before and after, for `context_weight`.")
+    session_weight: float = key(0.0, unit(), (
+        "Lift by this share of (own relevance x the best relevance among the candidates of "
+        "the session): the session as one context node. Off: on LoCoMo +0.5 R@10, but it "
+        "surfaces off-topic turns of a chat session."))
+    initial_threshold: float = key(0.1, unit(), (
+        "Fused relevance a candidate needs to seed activation (with a floor of 0, any does)."))
+    entity_similarity_threshold: float = key(0.3, unit(), (
+        "Cosine between the query and an entity's label from which the entity boosts its "
+        "memories (a name the query spells out always does)."))
+    entity_fanout: int = key(20, Integer(0), (
+        "Memories each matched entity may boost, best fused first; 0: no entity step."))
+    spread_depth: int = key(act.DEFAULT_DEPTH, Integer(0), "Hops of spreading along relations.")
+    spread_decay: float = key(1.0, unit(low_open=True), (
+        "Factor per hop of spreading, beside each relation type's weight; chosen on LoCoMo."))
+    spread_frontier: int = key(20, Integer(1), (
+        "Per hop, only this many of the most activated memories spread."))
+    cross_topic_penalty: float = key(act.DEFAULT_CROSS_TOPIC_PENALTY, unit(), (
+        "Factor on activation that reaches another topic than the query's `topic`."))
+    default_mode: str = key("lifecycle", OneOf(MODES), "The score blend of `recall(mode=None)`.")
+    min_activation: float = key(0.15, unit(), (
+        "Activation floor of a recall (`min_activation=None`); 0 fills up to k."))
+    min_similarity: float = key(0.25, unit(), (
+        "A memory whose cosine with the query reaches this passes the floor (and the seed "
+        "threshold) whatever its keyword share: a paraphrase that shares no word with its "
+        "question fuses under min_activation. 1.0: the fused score alone decides. Chosen on "
+        "benchmarks/paraphrase.py: 34/39 paraphrases in the top 3 (27 at 1.0), 0.01 hits "
+        "per off-topic ask."))
+    relation_types: Mapping[str, float] = key_made_by(dict, RelationTypes(), (
+        "Relation types beyond the built-in ones, with their spread weight (or a new weight "
+        "for a built-in one)."))
     # Review, gatekeeper, re-evaluation
-    review_batch: int = DEFAULT_REVIEW_BATCH
-    immediate_threshold: float = DEFAULT_IMMEDIATE_THRESHOLD
-    batch_threshold: float = DEFAULT_BATCH_THRESHOLD
-    related_threshold: float = DEFAULT_RELATED_THRESHOLD
-    snapshot_size: int = DEFAULT_SNAPSHOT_SIZE
-    reevaluation_interval: float = DEFAULT_REEVALUATION_INTERVAL
-    reevaluation_cooldown: float = DEFAULT_REEVALUATION_COOLDOWN
-    reevaluation_per_tenant_cap: int = DEFAULT_REEVALUATION_PER_TENANT_CAP
-    intelligence_disabled_tenants: tuple[str, ...] = DEFAULT_INTELLIGENCE_DISABLED_TENANTS
+    review_batch: int = key(50, Integer(1), "Due memories one review run reviews per tenant.")
+    immediate_threshold: float = key(reeval.DEFAULT_IMMEDIATE_THRESHOLD, unit(), (
+        "Gatekeeper score at ingest (heat, in re-evaluation) from which a memory is "
+        "`immediate`: enriched at once."))
+    batch_threshold: float = key(reeval.DEFAULT_BATCH_THRESHOLD, unit(), (
+        "... from which it is `batched` (enriched by the next enrichment run), below it "
+        "`skipped`; at most `immediate_threshold`."))
+    related_threshold: float = key(0.6, unit(), (
+        "Cosine at which ingest links a memory to a close neighbour by `related_to`."))
+    snapshot_size: int = key(10, Integer(1), "Memories in a snapshot (`limit=None`).")
+    reevaluation_interval: float = key(600.0, positive(), (
+        "Seconds between two re-evaluation runs (the engine's clock)."))
+    reevaluation_cooldown: float = key(reeval.DEFAULT_COOLDOWN.total_seconds(), at_least(0), (
+        "Seconds before a re-evaluated memory may be re-evaluated again."))
+    reevaluation_per_tenant_cap: int = key(reeval.DEFAULT_PER_TENANT_CAP, Integer(1), (
+        "Memories re-evaluated per tenant and run, hottest first."))
+    intelligence_disabled_tenants: tuple[str, ...] = key((), TenantNames(), (
+        "Tenants re-evaluation leaves alone."))
     # Background maintenance (seconds on the engine's clock between two runs of each job;
     # re-evaluation uses reevaluation_interval). The poll and the lease are real seconds.
-    maintenance: str = DEFAULT_MAINTENANCE
-    # With a reranker (MemoryEngine.open(rerank=...)): how many of the best scored memories
-    # the cross-encoder re-scores (at least k).
-    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
-    enrich_interval: float = DEFAULT_ENRICH_INTERVAL
-    review_interval: float = DEFAULT_REVIEW_INTERVAL
-    evict_interval: float = DEFAULT_EVICT_INTERVAL
-    consolidate_interval: float = DEFAULT_CONSOLIDATE_INTERVAL
-    expire_interval: float = DEFAULT_EXPIRE_INTERVAL
-    maintenance_poll_seconds: float = DEFAULT_MAINTENANCE_POLL_SECONDS
-    maintenance_lease_seconds: float = DEFAULT_MAINTENANCE_LEASE_SECONDS
-    # Input limits
-    max_text_chars: int = MAX_TEXT_CHARS
-    max_metadata_bytes: int = MAX_METADATA_BYTES
-    max_metadata_depth: int = MAX_METADATA_DEPTH
+    maintenance: str = key("background", OneOf(MAINTENANCE_MODES), (
+        "`background`: the engine runs its maintenance jobs by itself; `manual`: only when "
+        "called (`engine.maintain()`, `mnemonia maintain`)."))
+    rerank_candidates: int = key(20, Integer(1), (
+        "With a reranker (`MemoryEngine.open(rerank=...)`), how many of the best scored "
+        "memories the cross-encoder re-scores (at least k)."))
+    enrich_interval: float = key(60.0, positive(), "Seconds between two enrichment runs.")
+    review_interval: float = key(600.0, positive(), "Seconds between two review runs.")
+    evict_interval: float = key(3600.0, positive(), "Seconds between two eviction runs.")
+    consolidate_interval: float = key(3600.0, positive(), (
+        "Seconds between two consolidation runs."))
+    expire_interval: float = key(300.0, positive(), (
+        "Seconds between two sweeps of expired keyed items (LangGraph's default: 5 minutes)."))
+    maintenance_poll_seconds: float = key(1.0, positive(), (
+        "Real seconds the maintenance thread sleeps between two looks at what is due."))
+    maintenance_lease_seconds: float = key(300.0, positive(), (
+        "Real seconds a job's lease lasts: a process that crashed mid-job holds it no longer."))
+    # Input limits (checked before anything is written; over a limit: InvalidInputError)
+    max_text_chars: int = key(16_000, Integer(1), "Characters of a memory's text or a query.")
+    max_metadata_bytes: int = key(65_536, Integer(2), (  # "{}"
+        "Bytes of a memory's metadata as UTF-8 JSON (on `add`, `add_many` and the merged "
+        "result of `update_metadata`)."))
+    max_metadata_depth: int = key(32, Integer(1), "Levels dicts and lists may nest in metadata.")
     # Embeddings, storage, network
-    embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE
-    # The bundled model's runtime (EMBEDDER_BACKENDS) and where the ONNX export is cached;
-    # both apply when no embedder is given to MemoryEngine.open.
-    embedder_backend: str = DEFAULT_EMBEDDER_BACKEND
-    onnx_cache_dir: str | None = DEFAULT_ONNX_CACHE_DIR
-    query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE
-    exact_search_limit: int = DEFAULT_EXACT_SEARCH_LIMIT
-    retry_attempts: int = DEFAULT_RETRY_ATTEMPTS
-    retry_max_wait: float = DEFAULT_RETRY_MAX_WAIT
+    embed_batch_size: int = key(64, Integer(1), (
+        "Texts per embedding batch. Read by nothing yet: the embedders keep their own (64)."))
+    embedder_backend: str = key("onnx", OneOf(EMBEDDER_BACKENDS), (
+        "How the bundled model runs without an `embedder` (`EMBEDDER_BACKENDS`). ONNX: a query "
+        "embeds 2.6-2.7x faster than torch, same vectors (`benchmarks/embedder.py`)."))
+    onnx_cache_dir: str | None = key(None, Folder(), (
+        "Where the ONNX export is cached; `None`: `$XDG_CACHE_HOME/mnemonia/onnx` (else "
+        "`~/.cache/mnemonia/onnx`)."))
+    query_cache_size: int = key(1024, Integer(0), "Query embeddings kept per store; 0: none.")
+    exact_search_limit: int = key(8_000, Integer(0), (
+        "An embedded store searches a tenant of at most this many vectors exactly, by one "
+        "matrix product over a copy in memory, instead of Chroma's HNSW index (recall p50 on "
+        "2 cores: faster at 5,000 and 9,000 vectors, slower at 16,000). 0: always HNSW."))
+    retry_attempts: int = key(5, Integer(1), (
+        "Tries of a store call (Chroma, the SQL side-store) that fails with a transient error."))
+    retry_max_wait: float = key(2.0, positive(), "Most seconds of backoff between two tries.")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> MnemoniaConfig:
         # An unknown keyword would be a bare TypeError from the generated __init__; report it
@@ -292,6 +476,24 @@ class MnemoniaConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+_CHECKS: dict[str, Check] = {f.name: f.metadata[_KEY].check
+                             for f in fields(MnemoniaConfig) if _KEY in f.metadata}
+# The defaults other modules import by name, read from the declarations above.
+MAX_TEXT_CHARS: int = MnemoniaConfig.max_text_chars
+MAX_METADATA_BYTES: int = MnemoniaConfig.max_metadata_bytes
+MAX_METADATA_DEPTH: int = MnemoniaConfig.max_metadata_depth
+DEFAULT_KEYWORD_POSTINGS: int = MnemoniaConfig.keyword_postings
+DEFAULT_EMBEDDER_BACKEND: str = MnemoniaConfig.embedder_backend
+
+
+def _check(name: str) -> Check:
+    """The check of the key ``name`` (a key declared without :func:`key` has none)."""
+    if name not in _CHECKS:
+        raise TypeError(f"config key {name!r} declares no check: declare it with "
+                        "key(default, check, doc)")
+    return _CHECKS[name]
 
 
 # -- sources ---------------------------------------------------------------------------------
@@ -350,16 +552,16 @@ def _from_env(env: Any) -> _Stage:
         return ("environment", {}, [f"env={shown(env)}: must be a mapping of variable -> text"])
     out: dict[str, Any] = {}
     problems: list[str] = []
-    by_name = {f.name: f for f in fields(MnemoniaConfig)}
+    names = _names()
     for key, raw in env.items():
         if not isinstance(key, str) or not key.startswith(ENV_PREFIX) \
                 or key in ENV_OTHER_VARIABLES:
             continue
         name = key[len(ENV_PREFIX):].lower()
-        if name not in by_name:
+        if name not in names:
             # another tool's variable (a launcher's, say) must not stop a store opening:
             # named in a warning, with the closest key in case it is a misspelt one
-            hint = _did_you_mean(name, frozenset(by_name), lambda n: ENV_PREFIX + n.upper())
+            hint = _did_you_mean(name, names, lambda n: ENV_PREFIX + n.upper())
             log.warning("ignoring the environment variable %s: it is no Mnemonia config key "
                         "(%s)", key, hint)
             continue
@@ -367,7 +569,7 @@ def _from_env(env: Any) -> _Stage:
             problems.append(f"{key}={shown(raw)}: an environment value must be text")
             continue
         try:
-            out[name] = _parse_env(name, raw, by_name[name])
+            out[name] = _check(name).parse(raw)
         except ValueError as e:
             problems.append(f"{key}={shown(raw)}: {e}")
     return ("environment", out, problems)
@@ -375,12 +577,8 @@ def _from_env(env: Any) -> _Stage:
 
 def _coerce(values: Mapping[str, Any]) -> dict[str, Any]:
     """JSON and env shapes of the container fields as the dataclass holds them."""
-    out = dict(values)
-    if isinstance(out.get("relation_types"), Mapping):
-        out["relation_types"] = dict(out["relation_types"])
-    if isinstance(out.get("intelligence_disabled_tenants"), list):
-        out["intelligence_disabled_tenants"] = tuple(out["intelligence_disabled_tenants"])
-    return out
+    names = _names()
+    return {k: _check(k).shape(v) if k in names else v for k, v in values.items()}
 
 
 def _stage_problems(source: str, values: Mapping[str, Any], names: frozenset[str]
@@ -428,70 +626,6 @@ def _defaults() -> dict[str, Any]:
     return out
 
 
-_FLOAT_RANGES: dict[str, tuple[float, float, bool, bool]] = {
-    # name: (low, high, low_inclusive, high_inclusive)
-    "retention_half_life": (0.0, math.inf, False, False),
-    "stability_growth": (1.0, math.inf, True, False),
-    "stability_cap": (1.0, math.inf, True, False),
-    "priority_weight_importance": (0.0, math.inf, True, False),
-    "priority_weight_recency": (0.0, math.inf, True, False),
-    "priority_weight_access": (0.0, math.inf, True, False),
-    "priority_weight_retention": (0.0, math.inf, True, False),
-    "eviction_budget": (0.0, 1.0, False, True),
-    "consolidation_threshold": (0.0, 1.0, False, True),
-    "hybrid_keyword_weight": (0.0, 1.0, True, True),
-    "initial_threshold": (0.0, 1.0, True, True),
-    "keyword_expansion": (0.0, 1.0, True, False),
-    "keyword_stem_credit": (0.0, 1.0, True, True),
-    "speaker_weight": (0.0, 1.0, True, True),
-    "context_weight": (0.0, 1.0, True, True),
-    "session_weight": (0.0, 1.0, True, True),
-    "entity_similarity_threshold": (0.0, 1.0, True, True),
-    "spread_decay": (0.0, 1.0, False, True),
-    "cross_topic_penalty": (0.0, 1.0, True, True),
-    "min_activation": (0.0, 1.0, True, True),
-    "min_similarity": (0.0, 1.0, True, True),
-    "immediate_threshold": (0.0, 1.0, True, True),
-    "batch_threshold": (0.0, 1.0, True, True),
-    "related_threshold": (0.0, 1.0, True, True),
-    "reevaluation_interval": (0.0, math.inf, False, False),
-    "reevaluation_cooldown": (0.0, math.inf, True, False),
-    "retry_max_wait": (0.0, math.inf, False, False),
-    "enrich_interval": (0.0, math.inf, False, False),
-    "review_interval": (0.0, math.inf, False, False),
-    "evict_interval": (0.0, math.inf, False, False),
-    "consolidate_interval": (0.0, math.inf, False, False),
-    "expire_interval": (0.0, math.inf, False, False),
-    "maintenance_poll_seconds": (0.0, math.inf, False, False),
-    "maintenance_lease_seconds": (0.0, math.inf, False, False),
-}
-_INT_MINIMUMS: dict[str, int] = {
-    "consolidation_min_group": 2,
-    "default_k": 1,
-    "episode_k": 0,
-    "recall_initial_candidates": 1,
-    "keyword_candidates": 0,
-    "keyword_postings": 1,
-    "entity_fanout": 0,
-    "spread_depth": 0,
-    "spread_frontier": 1,
-    "context_window": 0,
-    "review_batch": 1,
-    "snapshot_size": 1,
-    "reevaluation_per_tenant_cap": 1,
-    "max_text_chars": 1,
-    "max_metadata_bytes": 2,  # "{}"
-    "max_metadata_depth": 1,
-    "embed_batch_size": 1,
-    "query_cache_size": 0,
-    "exact_search_limit": 0,
-    "retry_attempts": 1,
-    "rerank_candidates": 1,
-}
-
-_BOOLS = ("keyword_dates", "keyword_idf")
-
-
 CONFIG_ENV = ENV_PREFIX + "CONFIG"
 """Environment variable naming a JSON config file (else ``mnemonia.json`` in the store)."""
 CONFIG_FILE = "mnemonia.json"
@@ -511,59 +645,9 @@ def config_file(store: str | os.PathLike[str] | None, chroma_url: str | None = N
     return candidate if candidate.is_file() else None
 
 
-def _range_text(lo: float, hi: float, lo_in: bool, hi_in: bool) -> str:
-    left = "[" if lo_in else "("
-    right = "]" if hi_in else ")"
-    return f"{left}{lo:g}, {'inf' if math.isinf(hi) else f'{hi:g}'}{right}"
-
-
-def _float_problems(name: str, v: Any) -> list[str]:
-    lo, hi, lo_in, hi_in = _FLOAT_RANGES[name]
-    allowed = _range_text(lo, hi, lo_in, hi_in)
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        return [f"{name}={shown(v)}: must be a finite number in {allowed}"]
-    ok_lo = v >= lo if lo_in else v > lo
-    ok_hi = v <= hi if hi_in else v < hi
-    return [] if ok_lo and ok_hi else [f"{name}={shown(v)}: must be in {allowed}"]
-
-
-def _relation_type_problems(v: Any) -> list[str]:
-    if not isinstance(v, Mapping):
-        return [f"relation_types={shown(v)}: must be a mapping name -> weight"]
-    problems = []
-    for rel, w in v.items():
-        if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
-            problems.append(f"relation_types key {shown(rel)}: must match [a-z][a-z0-9_]*")
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
-            problems.append(f"relation_types[{shown(rel)}]={shown(w)}: weight must be in (0, 1]")
-    return problems
-
-
 def _field_problems(name: str, v: Any) -> list[str]:
-    """What is wrong with the value ``v`` of the field ``name`` taken on its own."""
-    if name in _FLOAT_RANGES:
-        return _float_problems(name, v)
-    if name == "relation_types":
-        return _relation_type_problems(v)
-    integer = not isinstance(v, bool) and isinstance(v, int)
-    if name in _INT_MINIMUMS and not (integer and v >= _INT_MINIMUMS[name]):
-        return [f"{name}={shown(v)}: must be an integer >= {_INT_MINIMUMS[name]}"]
-    if name == "max_memories" and v is not None and not (integer and v >= 1):
-        return [f"max_memories={shown(v)}: must be None or an integer >= 1"]
-    if name in _BOOLS and not isinstance(v, bool):
-        return [f"{name}={shown(v)}: must be true or false"]
-    if name == "default_mode" and (not isinstance(v, str) or v not in MODES):
-        return [f"default_mode={shown(v)}: must be one of {', '.join(MODES)}"]
-    if name == "maintenance" and (not isinstance(v, str) or v not in MAINTENANCE_MODES):
-        return [f"maintenance={shown(v)}: must be one of {', '.join(MAINTENANCE_MODES)}"]
-    if name == "embedder_backend" and (not isinstance(v, str) or v not in EMBEDDER_BACKENDS):
-        return [f"embedder_backend={shown(v)}: must be one of {', '.join(EMBEDDER_BACKENDS)}"]
-    if name == "onnx_cache_dir" and v is not None and (not isinstance(v, str) or not v.strip()):
-        return [f"onnx_cache_dir={shown(v)}: must be None or a folder path (non-empty str)"]
-    if name == "intelligence_disabled_tenants" and (
-            not isinstance(v, tuple) or not all(isinstance(t, str) for t in v)):
-        return [f"intelligence_disabled_tenants={shown(v)}: must be a tuple of tenant names"]
-    return []
+    """What is wrong with the value ``v`` of the key ``name`` taken on its own."""
+    return _check(name).problems(name, v)
 
 
 _WEIGHT_NAMES = ("priority_weight_importance", "priority_weight_recency",
@@ -590,40 +674,6 @@ def _validate(cfg: MnemoniaConfig) -> list[str]:
     values = cfg.to_dict()
     problems = [p for name, v in values.items() for p in _field_problems(name, v)]
     return problems + _cross_problems(values)
-
-
-def _parse_env(name: str, raw: str, f: dataclasses.Field[Any]) -> Any:
-    if f.default is not dataclasses.MISSING:
-        default = f.default
-    else:
-        factory: Any = f.default_factory
-        default = factory()
-    text = raw.strip()
-    if name == "max_memories":
-        return None if text.lower() in ("", "none", "null") else _number(int, text, "an integer")
-    if name == "onnx_cache_dir":
-        return raw if text else None
-    if isinstance(default, bool):
-        if text.lower() in ("1", "true", "yes", "on"):
-            return True
-        if text.lower() in ("0", "false", "no", "off"):
-            return False
-        raise ValueError("expected true or false")
-    if isinstance(default, int):
-        return _number(int, text, "an integer")
-    if isinstance(default, float):
-        return _number(float, text, "a number")
-    if isinstance(default, tuple):
-        return tuple(p.strip() for p in text.split(",") if p.strip())
-    if isinstance(default, dict):
-        try:
-            value = json.loads(text)
-        except ValueError as e:
-            raise ValueError(f"expected a JSON object ({e})") from e
-        if not isinstance(value, dict):
-            raise ValueError("expected a JSON object")
-        return value
-    return text
 
 
 def _number(kind: Callable[[str], Any], text: str, what: str) -> Any:
