@@ -20,14 +20,24 @@ import dataclasses
 import difflib
 import json
 import logging
-import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
+from mnemonia.config_checks import (
+    SECONDS,
+    Check,
+    Flag,
+    Folder,
+    Integer,
+    Number,
+    OneOf,
+    RelationTypes,
+    TenantNames,
+)
 from mnemonia.errors import InvalidConfigError, UnknownConfigKeyError, shown
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import consolidation as cons
@@ -46,199 +56,11 @@ TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
 MODES: tuple[str, ...] = tuple(_modes.MODES)
 """Names of the score blends (:data:`mnemonia.scoring.modes.MODES`)."""
 MAINTENANCE_MODES = ("background", "manual")
-"""``background``: the engine runs its maintenance by itself; ``manual``: only when called."""
 EMBEDDER_BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
 """How the bundled all-MiniLM-L6-v2 runs (``MemoryEngine.open(embedder=None)``): ``torch``
 (sentence-transformers), ``onnx`` (the same weights exported once to ONNX and run by ONNX
 Runtime: the same vectors to float precision), ``onnx-int8`` (that export with int8 weights:
 close, not equal, vectors). All three carry the model's name, so a store opens with any."""
-
-
-# -- what a key accepts ------------------------------------------------------------------------
-class Check:
-    """What a key accepts: the problems of a value (each message naming the key, the value and
-    :meth:`allowed`), how a ``MNEMONIA_*`` text parses, and how a JSON or environment shape
-    becomes the one the dataclass holds. The kinds: :class:`Number`, :class:`Integer`,
-    :class:`Flag`, :class:`OneOf`, :class:`Folder`, and checks of their own for the odd keys
-    (:class:`RelationTypes`, :class:`TenantNames`: these list values they refuse in
-    ``refused``, for the tests)."""
-
-    def allowed(self) -> str:
-        """The allowed values as text (what follows "must be" in a message)."""
-        raise NotImplementedError
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        raise NotImplementedError
-
-    def parse(self, raw: str) -> Any:
-        """The value of an environment variable's text (ValueError: unparsable)."""
-        return raw.strip()
-
-    def shape(self, v: Any) -> Any:
-        return v
-
-
-@dataclass(frozen=True)
-class Number(Check):
-    """A finite float in a range; each end is open or closed (:func:`unit`, :func:`positive`,
-    :func:`at_least` build the ones in use)."""
-
-    low: float
-    high: float
-    low_open: bool
-    high_open: bool
-
-    def allowed(self) -> str:
-        high = "inf" if math.isinf(self.high) else f"{self.high:g}"
-        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-        return f"{left}{self.low:g}, {high}{right}"
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            return [f"{name}={shown(v)}: must be a finite number in {self.allowed()}"]
-        ok_low = v > self.low if self.low_open else v >= self.low
-        ok_high = v < self.high if self.high_open else v <= self.high
-        return [] if ok_low and ok_high else [f"{name}={shown(v)}: must be in {self.allowed()}"]
-
-    def parse(self, raw: str) -> Any:
-        return _number(float, raw.strip(), "a number")
-
-
-def unit(*, low_open: bool = False, high_open: bool = False) -> Number:
-    return Number(0.0, 1.0, low_open, high_open)
-
-
-def positive() -> Number:
-    return Number(0.0, math.inf, True, True)
-
-
-def at_least(low: float) -> Number:
-    return Number(low, math.inf, False, True)
-
-
-@dataclass(frozen=True)
-class Integer(Check):
-    """An int (not a bool) ``>= minimum``; with ``optional``, ``None`` too (``none``, ``null``
-    or empty in the environment)."""
-
-    minimum: int
-    optional: bool = False
-
-    def allowed(self) -> str:
-        return f"{'None or ' if self.optional else ''}an integer >= {self.minimum}"
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        if (self.optional and v is None) or (
-                not isinstance(v, bool) and isinstance(v, int) and v >= self.minimum):
-            return []
-        return [f"{name}={shown(v)}: must be {self.allowed()}"]
-
-    def parse(self, raw: str) -> Any:
-        text = raw.strip()
-        if self.optional and text.lower() in ("", "none", "null"):
-            return None
-        return _number(int, text, "an integer")
-
-
-@dataclass(frozen=True)
-class Flag(Check):
-    """A bool (``1/true/yes/on``, ``0/false/no/off`` in the environment)."""
-
-    def allowed(self) -> str:
-        return "true or false"
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        return [] if isinstance(v, bool) else [f"{name}={shown(v)}: must be {self.allowed()}"]
-
-    def parse(self, raw: str) -> Any:
-        text = raw.strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise ValueError("expected true or false")
-
-
-@dataclass(frozen=True)
-class OneOf(Check):
-    """One of a few names."""
-
-    choices: tuple[str, ...]
-
-    def allowed(self) -> str:
-        return "one of " + ", ".join(self.choices)
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        ok = isinstance(v, str) and v in self.choices
-        return [] if ok else [f"{name}={shown(v)}: must be {self.allowed()}"]
-
-
-@dataclass(frozen=True)
-class Folder(Check):
-    """``None`` or a folder path (an empty environment value is ``None``)."""
-
-    def allowed(self) -> str:
-        return "None or a folder path (non-empty str)"
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        ok = v is None or (isinstance(v, str) and bool(v.strip()))
-        return [] if ok else [f"{name}={shown(v)}: must be {self.allowed()}"]
-
-    def parse(self, raw: str) -> Any:
-        return raw if raw.strip() else None
-
-
-@dataclass(frozen=True)
-class RelationTypes(Check):
-    """A mapping relation type -> spread weight (a JSON object in the environment)."""
-
-    refused: ClassVar = ([("causes", 0.5)], {"Causes": 0.5}, {"causes": 0}, {"causes": 1.5})
-
-    def allowed(self) -> str:
-        return "a mapping name -> weight: names match [a-z][a-z0-9_]{0,40}, weights in (0, 1]"
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        if not isinstance(v, Mapping):
-            return [f"{name}={shown(v)}: must be a mapping name -> weight"]
-        problems = []
-        for rel, w in v.items():
-            if not isinstance(rel, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", rel):
-                problems.append(f"{name} key {shown(rel)}: must match [a-z][a-z0-9_]*")
-            if isinstance(w, bool) or not isinstance(w, int | float) or not 0 < w <= 1:
-                problems.append(f"{name}[{shown(rel)}]={shown(w)}: weight must be in (0, 1]")
-        return problems
-
-    def parse(self, raw: str) -> Any:
-        try:
-            value = json.loads(raw.strip())
-        except ValueError as e:
-            raise ValueError(f"expected a JSON object ({e})") from e
-        if not isinstance(value, dict):
-            raise ValueError("expected a JSON object")
-        return value
-
-    def shape(self, v: Any) -> Any:
-        return dict(v) if isinstance(v, Mapping) else v
-
-
-@dataclass(frozen=True)
-class TenantNames(Check):
-    """A tuple of tenant names (a JSON list, a comma-separated environment value)."""
-
-    refused: ClassVar = ("alice", ("alice", 3), {"alice"})
-
-    def allowed(self) -> str:
-        return "a tuple of tenant names"
-
-    def problems(self, name: str, v: Any) -> list[str]:
-        ok = isinstance(v, tuple) and all(isinstance(t, str) for t in v)
-        return [] if ok else [f"{name}={shown(v)}: must be {self.allowed()}"]
-
-    def parse(self, raw: str) -> Any:
-        return tuple(p.strip() for p in raw.split(",") if p.strip())
-
-    def shape(self, v: Any) -> Any:
-        return tuple(v) if isinstance(v, list) else v
 
 
 _KEY = "mnemonia"  # where a field's metadata holds its Key
@@ -276,29 +98,29 @@ class MnemoniaConfig:
     """
 
     # Forgetting curve and priority
-    retention_half_life: float = key(ret.DEFAULT_HALF_LIFE, positive(), (
+    retention_half_life: float = key(ret.DEFAULT_HALF_LIFE, SECONDS, (
         "Seconds: retention is `exp(-t / (half_life * importance * stability))`, t the time "
         "since the last access; a term of priority and of the seed recall modes."))
-    stability_growth: float = key(ret.STABILITY_GROWTH, at_least(1), (
+    stability_growth: float = key(ret.STABILITY_GROWTH, Number(1), (
         "Each access (a recall hit, a touching read) multiplies a memory's stability by this, "
         "up to `stability_cap`: what is used is forgotten more slowly."))
-    stability_cap: float = key(ret.STABILITY_CAP, at_least(1), "The largest stability.")
-    priority_weight_importance: float = key(prio.DEFAULT_WEIGHTS.importance, at_least(0), (
+    stability_cap: float = key(ret.STABILITY_CAP, Number(1), "The largest stability.")
+    priority_weight_importance: float = key(prio.DEFAULT_WEIGHTS.importance, Number(0), (
         "Weight of importance in priority, which orders eviction, review and the snapshot "
         "(the four weights are normalised and must not all be zero)."))
-    priority_weight_recency: float = key(prio.DEFAULT_WEIGHTS.recency, at_least(0), (
+    priority_weight_recency: float = key(prio.DEFAULT_WEIGHTS.recency, Number(0), (
         "Weight of recency, `1 / (1 + days since created)`, in priority."))
-    priority_weight_access: float = key(prio.DEFAULT_WEIGHTS.access, at_least(0), (
+    priority_weight_access: float = key(prio.DEFAULT_WEIGHTS.access, Number(0), (
         "Weight of use, `min(1, access_count / 100)`, in priority."))
-    priority_weight_retention: float = key(prio.DEFAULT_WEIGHTS.retention, at_least(0), (
+    priority_weight_retention: float = key(prio.DEFAULT_WEIGHTS.retention, Number(0), (
         "Weight of retention (`retention_half_life`) in priority."))
     # Eviction and consolidation
-    eviction_budget: float = key(prio.DEFAULT_EVICTION_BUDGET, unit(low_open=True), (
+    eviction_budget: float = key(prio.DEFAULT_EVICTION_BUDGET, Number(0, 1, low_open=True), (
         "Share of a tenant's active memories one eviction run may remove (at least 1)."))
     max_memories: int | None = key(None, Integer(1, optional=True), (
         "Active memories per tenant above which the eviction job removes some (up to "
         "`eviction_budget` a run); `None`: no limit."))
-    consolidation_threshold: float = key(cons.DEFAULT_THRESHOLD, unit(low_open=True), (
+    consolidation_threshold: float = key(cons.DEFAULT_THRESHOLD, Number(0, 1, low_open=True), (
         "Jaccard similarity of word sets at which memories group into one concept."))
     consolidation_min_group: int = key(cons.DEFAULT_MIN_GROUP, Integer(2), (
         "Fewest near-duplicates that consolidate into a concept."))
@@ -314,7 +136,7 @@ class MnemoniaConfig:
         "Query words are searched rarest first while their matches in the tenant total at "
         "most this many: a common word says little, and ranking its matches would make keyword "
         "search grow with the store."))
-    hybrid_keyword_weight: float = key(0.55, unit(), (
+    hybrid_keyword_weight: float = key(0.55, Number(0, 1), (
         "Weight w of the keyword overlap in `fused = (1 - w) * cosine + w * overlap`; chosen "
         "on LoCoMo."))
     keyword_dates: bool = key(True, Flag(), (
@@ -323,38 +145,38 @@ class MnemoniaConfig:
     keyword_idf: bool = key(True, Flag(), (
         "Query words weigh `ln((N + 1) / (df + 0.5))` in the keyword score: a rare word says "
         "more."))
-    keyword_expansion: float = key(0.45, unit(high_open=True), (
+    keyword_expansion: float = key(0.45, Number(0, 1, high_open=True), (
         "A query word also matches the tenant's words whose word vectors reach this cosine t, "
         "credited `(cos - t) / (1 - t)` (\"exercise\" finds \"yoga\"); 0: off."))
-    keyword_stem_credit: float = key(0.8, unit(), (
+    keyword_stem_credit: float = key(0.8, Number(0, 1), (
         "A query word also matches the tenant's words of its Porter stem (\"painted\" finds "
         "\"painting\"), credited this much (or more, when the word vectors say so); 0: off."))
-    speaker_weight: float = key(0.2, unit(), (
+    speaker_weight: float = key(0.2, Number(0, 1), (
         "A memory said by a speaker the query names gains this share of relevance."))
-    context_weight: float = key(0.5, unit(), (
+    context_weight: float = key(0.5, Number(0, 1), (
         "A memory's relevance is lifted by this share of the best relevance among the "
         "memories at most `context_window` turns from it in its session; 0: off."))
     context_window: int = key(2, Integer(0), "Turns before and after, for `context_weight`.")
-    session_weight: float = key(0.0, unit(), (
+    session_weight: float = key(0.0, Number(0, 1), (
         "Lift by this share of (own relevance x the best relevance among the candidates of "
-        "the session): the session as one context node. Off: on LoCoMo +0.5 R@10, but it "
-        "surfaces off-topic turns of a chat session."))
-    initial_threshold: float = key(0.1, unit(), (
+        "the session): the session as one context node. Off by default: +0.5 R@10 on "
+        "LoCoMo, but it surfaces off-topic turns of a chat session."))
+    initial_threshold: float = key(0.1, Number(0, 1), (
         "Fused relevance a candidate needs to seed activation (with a floor of 0, any does)."))
-    entity_similarity_threshold: float = key(0.3, unit(), (
+    entity_similarity_threshold: float = key(0.3, Number(0, 1), (
         "Cosine between the query and an entity's label from which the entity boosts its "
         "memories (a name the query spells out always does)."))
     entity_fanout: int = key(20, Integer(0), (
         "Memories each matched entity may boost, best fused first; 0: no entity step."))
     spread_depth: int = key(act.DEFAULT_DEPTH, Integer(0), "Hops of spreading along relations.")
-    spread_decay: float = key(1.0, unit(low_open=True), (
+    spread_decay: float = key(1.0, Number(0, 1, low_open=True), (
         "Factor per hop of spreading, beside each relation type's weight; chosen on LoCoMo."))
     spread_frontier: int = key(20, Integer(1), (
         "Per hop, only this many of the most activated memories spread."))
-    cross_topic_penalty: float = key(act.DEFAULT_CROSS_TOPIC_PENALTY, unit(), (
-        "Factor on activation that reaches another topic than the query's `topic`."))
+    cross_topic_penalty: float = key(act.DEFAULT_CROSS_TOPIC_PENALTY, Number(0, 1), (
+        "Factor on activation spreading into another topic than the query's `topic=`."))
     default_mode: str = key("lifecycle", OneOf(MODES), "The score blend of `recall(mode=None)`.")
-    min_activation: float = key(0.15, unit(), (
+    min_activation: float = key(0.15, Number(0, 1), (
         "Activation floor of a recall (`min_activation=None`); 0 fills up to k."))
     min_similarity: float = key(0.25, unit(), (
         "A memory whose cosine with the query reaches this passes the floor (and the seed "
@@ -367,41 +189,38 @@ class MnemoniaConfig:
         "for a built-in one)."))
     # Review, gatekeeper, re-evaluation
     review_batch: int = key(50, Integer(1), "Due memories one review run reviews per tenant.")
-    immediate_threshold: float = key(reeval.DEFAULT_IMMEDIATE_THRESHOLD, unit(), (
+    immediate_threshold: float = key(reeval.DEFAULT_IMMEDIATE_THRESHOLD, Number(0, 1), (
         "Gatekeeper score at ingest (heat, in re-evaluation) from which a memory is "
         "`immediate`: enriched at once."))
-    batch_threshold: float = key(reeval.DEFAULT_BATCH_THRESHOLD, unit(), (
-        "... from which it is `batched` (enriched by the next enrichment run), below it "
-        "`skipped`; at most `immediate_threshold`."))
-    related_threshold: float = key(0.6, unit(), (
+    batch_threshold: float = key(reeval.DEFAULT_BATCH_THRESHOLD, Number(0, 1), (
+        "Gatekeeper score (heat) from which a memory is `batched`, enriched by the next "
+        "enrichment run; below it, `skipped`. At most `immediate_threshold`."))
+    related_threshold: float = key(0.6, Number(0, 1), (
         "Cosine at which ingest links a memory to a close neighbour by `related_to`."))
     snapshot_size: int = key(10, Integer(1), "Memories in a snapshot (`limit=None`).")
-    reevaluation_interval: float = key(600.0, positive(), (
-        "Seconds between two re-evaluation runs (the engine's clock)."))
-    reevaluation_cooldown: float = key(reeval.DEFAULT_COOLDOWN.total_seconds(), at_least(0), (
+    reevaluation_interval: float = key(600.0, SECONDS, "Seconds between two re-evaluations.")
+    reevaluation_cooldown: float = key(reeval.DEFAULT_COOLDOWN.total_seconds(), Number(0), (
         "Seconds before a re-evaluated memory may be re-evaluated again."))
     reevaluation_per_tenant_cap: int = key(reeval.DEFAULT_PER_TENANT_CAP, Integer(1), (
         "Memories re-evaluated per tenant and run, hottest first."))
     intelligence_disabled_tenants: tuple[str, ...] = key((), TenantNames(), (
         "Tenants re-evaluation leaves alone."))
-    # Background maintenance (seconds on the engine's clock between two runs of each job;
-    # re-evaluation uses reevaluation_interval). The poll and the lease are real seconds.
+    # Background maintenance (intervals: seconds on the engine's clock)
     maintenance: str = key("background", OneOf(MAINTENANCE_MODES), (
         "`background`: the engine runs its maintenance jobs by itself; `manual`: only when "
         "called (`engine.maintain()`, `mnemonia maintain`)."))
     rerank_candidates: int = key(20, Integer(1), (
         "With a reranker (`MemoryEngine.open(rerank=...)`), how many of the best scored "
         "memories the cross-encoder re-scores (at least k)."))
-    enrich_interval: float = key(60.0, positive(), "Seconds between two enrichment runs.")
-    review_interval: float = key(600.0, positive(), "Seconds between two review runs.")
-    evict_interval: float = key(3600.0, positive(), "Seconds between two eviction runs.")
-    consolidate_interval: float = key(3600.0, positive(), (
-        "Seconds between two consolidation runs."))
-    expire_interval: float = key(300.0, positive(), (
+    enrich_interval: float = key(60.0, SECONDS, "Seconds between two enrichment runs.")
+    review_interval: float = key(600.0, SECONDS, "Seconds between two review runs.")
+    evict_interval: float = key(3600.0, SECONDS, "Seconds between two eviction runs.")
+    consolidate_interval: float = key(3600.0, SECONDS, "Seconds between two consolidations.")
+    expire_interval: float = key(300.0, SECONDS, (
         "Seconds between two sweeps of expired keyed items (LangGraph's default: 5 minutes)."))
-    maintenance_poll_seconds: float = key(1.0, positive(), (
+    maintenance_poll_seconds: float = key(1.0, SECONDS, (
         "Real seconds the maintenance thread sleeps between two looks at what is due."))
-    maintenance_lease_seconds: float = key(300.0, positive(), (
+    maintenance_lease_seconds: float = key(300.0, SECONDS, (
         "Real seconds a job's lease lasts: a process that crashed mid-job holds it no longer."))
     # Input limits (checked before anything is written; over a limit: InvalidInputError)
     max_text_chars: int = key(16_000, Integer(1), "Characters of a memory's text or a query.")
@@ -425,7 +244,7 @@ class MnemoniaConfig:
         "2 cores: faster at 5,000 and 9,000 vectors, slower at 16,000). 0: always HNSW."))
     retry_attempts: int = key(5, Integer(1), (
         "Tries of a store call (Chroma, the SQL side-store) that fails with a transient error."))
-    retry_max_wait: float = key(2.0, positive(), "Most seconds of backoff between two tries.")
+    retry_max_wait: float = key(2.0, SECONDS, "Most seconds of backoff between two tries.")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> MnemoniaConfig:
         # An unknown keyword would be a bare TypeError from the generated __init__; report it
@@ -590,7 +409,7 @@ def _stage_problems(source: str, values: Mapping[str, Any], names: frozenset[str
             where = "" if source == _CODE else (
                 f" (from {ENV_PREFIX}{key.upper()})" if source == "environment"
                 else f" (in {source})")
-            problems += [p + where for p in _field_problems(key, values[key])]
+            problems += [p + where for p in _check(key).problems(key, values[key])]
         elif source != "environment":  # the environment's unknown keys are reported by name
             what = (f"keyword argument {shown(key)}" if source == _CODE
                     else f"key {shown(key)} in {source}")
@@ -645,11 +464,6 @@ def config_file(store: str | os.PathLike[str] | None, chroma_url: str | None = N
     return candidate if candidate.is_file() else None
 
 
-def _field_problems(name: str, v: Any) -> list[str]:
-    """What is wrong with the value ``v`` of the key ``name`` taken on its own."""
-    return _check(name).problems(name, v)
-
-
 _WEIGHT_NAMES = ("priority_weight_importance", "priority_weight_recency",
                  "priority_weight_access", "priority_weight_retention")
 
@@ -657,7 +471,7 @@ _WEIGHT_NAMES = ("priority_weight_importance", "priority_weight_recency",
 def _cross_problems(values: Mapping[str, Any]) -> list[str]:
     """Rules between fields, checked once each field is valid on its own."""
     def ok(*names: str) -> bool:
-        return not any(_field_problems(n, values[n]) for n in names)
+        return not any(_check(n).problems(n, values[n]) for n in names)
 
     problems: list[str] = []
     if ok(*_WEIGHT_NAMES) and all(values[n] == 0 for n in _WEIGHT_NAMES):
@@ -672,12 +486,5 @@ def _cross_problems(values: Mapping[str, Any]) -> list[str]:
 def _validate(cfg: MnemoniaConfig) -> list[str]:
     """Every violation of a config: each field on its own, then the rules between fields."""
     values = cfg.to_dict()
-    problems = [p for name, v in values.items() for p in _field_problems(name, v)]
+    problems = [p for name, v in values.items() for p in _check(name).problems(name, v)]
     return problems + _cross_problems(values)
-
-
-def _number(kind: Callable[[str], Any], text: str, what: str) -> Any:
-    try:
-        return kind(text)
-    except ValueError as e:
-        raise ValueError(f"expected {what}") from e

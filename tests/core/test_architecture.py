@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "mnemonia.scoring": 1,
     "mnemonia.store": 2, "mnemonia.validation": 2, "mnemonia.embeddings": 2,
     "mnemonia.models": 2, "mnemonia.entities": 2, "mnemonia.config": 2, "mnemonia.clock": 2,
+    "mnemonia.config_checks": 2,
     "mnemonia.runtime": 3, "mnemonia.caches": 3, "mnemonia.ranking": 3,
     "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,
     "mnemonia.transfer": 4, "mnemonia.consistency": 4, "mnemonia.maintenance": 4,

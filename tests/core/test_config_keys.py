@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from mnemonia import config
+from mnemonia import config_checks as checks
 from mnemonia.config import MnemoniaConfig
 from mnemonia.errors import InvalidConfigError
 
@@ -28,40 +29,40 @@ def default_of(name: str) -> Any:
     return f.default if f.default is not dataclasses.MISSING else factory()
 
 
-def outside(check: config.Check) -> list[Any]:
+def outside(check: checks.Check) -> list[Any]:
     """Values the declared check must refuse, built from the declaration: just below the
     minimum, just above the maximum, a wrong type, a name not among the choices."""
-    if isinstance(check, config.Number):
+    if isinstance(check, checks.Number):
         below = check.low if check.low_open else math.nextafter(check.low, -math.inf)
         bad: list[Any] = [below, "0.5", None, True, math.nan, math.inf]
         if math.isfinite(check.high):
             bad.append(check.high if check.high_open else math.nextafter(check.high, math.inf))
         return bad
-    if isinstance(check, config.Integer):
+    if isinstance(check, checks.Integer):
         return [check.minimum - 1, float(check.minimum), True, str(check.minimum)] + (
             [] if check.optional else [None])
-    if isinstance(check, config.Flag):
+    if isinstance(check, checks.Flag):
         return [1, 0, "true", None]
-    if isinstance(check, config.OneOf):
+    if isinstance(check, checks.OneOf):
         return ["not-" + check.choices[0], check.choices[0].upper(), None, 1]
-    if isinstance(check, config.Folder):
+    if isinstance(check, checks.Folder):
         return ["", "   ", 3]
     refused = getattr(check, "refused", ())
     assert refused, f"{type(check).__name__}: the test cannot build a value it refuses"
     return list(refused)
 
 
-def inside(check: config.Check) -> list[Any]:
+def inside(check: checks.Check) -> list[Any]:
     """Values at the declared ends, which the check must accept."""
-    if isinstance(check, config.Number):
+    if isinstance(check, checks.Number):
         low = math.nextafter(check.low, math.inf) if check.low_open else check.low
         return [low] + ([check.high] if math.isfinite(check.high) and not check.high_open
                         else [])
-    if isinstance(check, config.Integer):
+    if isinstance(check, checks.Integer):
         return [check.minimum, check.minimum + 1] + ([None] if check.optional else [])
-    if isinstance(check, config.Flag):
+    if isinstance(check, checks.Flag):
         return [True, False]
-    if isinstance(check, config.OneOf):
+    if isinstance(check, checks.OneOf):
         return list(check.choices)
     return []
 
@@ -76,7 +77,7 @@ def test_every_key_declares_a_check_and_a_doc() -> None:
                             "as `name: type = key(default, check, doc)`")
     for name in FIELDS:
         key = declaration(name)
-        assert key is not None and isinstance(key.check, config.Check), name
+        assert key is not None and isinstance(key.check, checks.Check), name
         assert isinstance(key.doc, str) and key.doc.strip().endswith("."), name
         assert key.check.allowed(), name
         assert key.check.problems(name, default_of(name)) == [], name
@@ -101,8 +102,8 @@ def test_a_value_outside_the_declared_check_is_refused_naming_the_key(name: str)
 
 
 SCALARS = sorted(n for n in FIELDS if isinstance(getattr(declaration(n), "check", None),
-                                                   config.Number | config.Integer
-                                                   | config.Flag | config.OneOf))
+                                                   checks.Number | checks.Integer
+                                                   | checks.Flag | checks.OneOf))
 
 
 @pytest.mark.parametrize("name", SCALARS)
@@ -110,7 +111,7 @@ def test_an_environment_value_outside_the_check_is_refused_naming_the_variable(
         name: str) -> None:
     key = declaration(name)
     assert key is not None
-    if isinstance(key.check, config.Flag | config.OneOf):
+    if isinstance(key.check, checks.Flag | checks.OneOf):
         texts = ["maybe"]
     else:  # the numbers below or above the range, as text
         texts = [repr(v) for v in outside(key.check)
