@@ -11,13 +11,15 @@ pass silently): another tool's variable must not stop a store opening. An unknow
 ``InvalidConfigError`` that is also a ``TypeError``.
 
 Each key is declared once, in the class body: ``name: type = key(default, check, doc)``. The
-validation, the parsing of environment values and the shapes of JSON values derive from them.
+validation, the parsing of environment values, the shapes of JSON values and the reference
+(:func:`reference`, :func:`reference_markdown`: the documentation's table) derive from them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import html
 import json
 import logging
 import os
@@ -49,7 +51,8 @@ from mnemonia.scoring import retention as ret
 log = logging.getLogger("mnemonia")
 
 __all__ = ["EMBEDDER_BACKENDS", "ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADATA_BYTES",
-           "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN", "MnemoniaConfig"]
+           "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN", "ConfigKey", "MnemoniaConfig",
+           "reference", "reference_markdown"]
 
 ENV_PREFIX = "MNEMONIA_"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
@@ -313,6 +316,57 @@ def _check(name: str) -> Check:
         raise TypeError(f"config key {name!r} declares no check: declare it with "
                         "key(default, check, doc)")
     return _CHECKS[name]
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One config key as :func:`reference` lists it.
+
+    Attributes:
+        name: The key; ``MNEMONIA_`` and the name in capitals is its environment variable.
+        type: Its type as annotated, e.g. ``"int | None"``.
+        default: Its default value.
+        allowed: The values it accepts, in the words of its error messages.
+        doc: What it does.
+    """
+
+    name: str
+    type: str
+    default: Any
+    allowed: str
+    doc: str
+
+
+def reference() -> list[ConfigKey]:
+    """Every config key, in the order of :class:`MnemoniaConfig`, read from its declaration.
+
+    Example:
+        >>> [(k.default, k.allowed) for k in reference() if k.name == "default_k"]
+        [(3, 'an integer >= 1')]
+    """
+    defaults = _defaults()
+    return [ConfigKey(f.name, str(f.type), defaults[f.name], _check(f.name).allowed(),
+                      f.metadata[_KEY].doc) for f in fields(MnemoniaConfig)]
+
+
+def reference_markdown() -> str:
+    """:func:`reference` as a Markdown table (Key, Type, Default, Allowed, Meaning), one row
+    per key: the documentation's configuration page. A pipe in a cell is escaped, so GitHub
+    and MkDocs (Python-Markdown's ``tables``) read five cells in every row."""
+    rows = ["| Key | Type | Default | Allowed | Meaning |", "| --- | --- | --- | --- | --- |"]
+    for k in reference():
+        cells = [_code(k.name), _code(k.type), _code(repr(k.default)), _code(k.allowed),
+                 " ".join(k.doc.split()).replace("|", "\\|")]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _code(text: str) -> str:
+    """Inline code in a table cell; with a pipe or a backtick, as HTML with entities (a pipe
+    in backticks would end the cell on GitHub, and keep its backslash in Python-Markdown)."""
+    if "|" in text or "`" in text:
+        return "<code>" + html.escape(text).replace("|", "&#124;").replace("`", "&#96;") + "</code>"
+    return f"`{text}`"
 
 
 # -- sources ---------------------------------------------------------------------------------

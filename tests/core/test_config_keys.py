@@ -123,3 +123,78 @@ def test_an_environment_value_outside_the_check_is_refused_naming_the_variable(
         assert all(names_the_key(v, name) for v in info.value.violations), (
             name, text, info.value.violations)
         assert variable in str(info.value)
+
+
+def test_the_reference_has_one_row_per_key_with_the_config_defaults() -> None:
+    rows = config.reference()
+    assert [r.name for r in rows] == list(FIELDS)
+    defaults = MnemoniaConfig()
+    assert {r.name: r.default for r in rows} == defaults.to_dict()
+    for r in rows:
+        key = declaration(r.name)
+        assert key is not None
+        assert (r.type, r.allowed, r.doc) == (FIELDS[r.name].type, key.check.allowed(), key.doc)
+    by_name = {r.name: r for r in rows}
+    assert by_name["hybrid_keyword_weight"].allowed == "[0, 1]"
+    assert by_name["retention_half_life"].allowed == "(0, inf)"
+    assert by_name["max_memories"].allowed == "None or an integer >= 1"
+    assert by_name["max_memories"].type == "int | None"
+
+
+def table_cells(html_text: str) -> list[list[str]]:
+    """The text of every cell of every row of the one table in ``html_text``."""
+    from html.parser import HTMLParser
+
+    rows: list[list[str]] = []
+
+    class Cells(HTMLParser):
+        cell: list[str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "tr":
+                rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("td", "th") and self.cell is not None:
+                rows[-1].append("".join(self.cell))
+                self.cell = None
+
+        def handle_data(self, data: str) -> None:
+            if self.cell is not None:
+                self.cell.append(data)
+
+    Cells(convert_charrefs=True).feed(html_text)
+    return rows
+
+
+def expected_cells() -> list[list[str]]:
+    return [["Key", "Type", "Default", "Allowed", "Meaning"]] + [
+        [r.name, r.type, repr(r.default), r.allowed, " ".join(r.doc.split()).replace("`", "")]
+        for r in config.reference()]
+
+
+def test_the_markdown_reference_is_a_valid_table_for_github_and_mkdocs() -> None:
+    """One row per key and five cells in each, as GitHub (markdown-it's GFM tables) and MkDocs
+    (Python-Markdown) read it: the pipes of `int | None` stay inside their cell."""
+    from markdown_it import MarkdownIt
+
+    text = config.reference_markdown()
+    assert text.count("\n") == len(FIELDS) + 2
+    gfm = table_cells(MarkdownIt("commonmark").enable("table").render(text))
+    assert gfm == expected_cells()
+    markdown = pytest.importorskip("markdown")  # MkDocs' renderer
+    assert table_cells(markdown.markdown(text, extensions=["tables"])) == expected_cells()
+
+
+def test_pipes_in_any_cell_are_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from markdown_it import MarkdownIt
+
+    row = config.ConfigKey("odd", "int | str", "a|b", "1 | 2 or `3`", "Either `x | y` or a | b.")
+    monkeypatch.setattr(config, "reference", lambda: [row])
+    cells = table_cells(MarkdownIt("commonmark").enable("table").render(
+        config.reference_markdown()))
+    assert cells[1][:4] == ["odd", "int | str", "'a|b'", "1 | 2 or `3`"]
+    # a pipe inside backticks in a doc keeps its backslash in Python-Markdown (no doc has one)
+    assert cells[1][4] == "Either x | y or a | b."
