@@ -181,7 +181,7 @@ class MnemoniaConfig:
     default_mode: str = key("lifecycle", OneOf(MODES), "The score blend of `recall(mode=None)`.")
     min_activation: float = key(0.15, Number(0, 1), (
         "Activation floor of a recall (`min_activation=None`); 0 fills up to k."))
-    min_similarity: float = key(0.25, unit(), (
+    min_similarity: float = key(0.25, Number(0, 1), (
         "A memory whose cosine with the query reaches this passes the floor (and the seed "
         "threshold) whatever its keyword share: a paraphrase that shares no word with its "
         "question fuses under min_activation. 1.0: the fused score alone decides. Chosen on "
