@@ -78,10 +78,10 @@ class MnemoniaRetriever(BaseRetriever):
             from langchain_core.runnables import RunnablePassthrough
 
             prompt = ChatPromptTemplate.from_template(
-                "Answer from what you remember.\n\nMemories: {context}\n\nQuestion: {question}")
+                "Answer from what you remember.\\n\\nMemories: {context}\\n\\nQuestion: {question}")
 
             def format_docs(docs):
-                return "\n".join(doc.page_content for doc in docs)
+                return "\\n".join(doc.page_content for doc in docs)
 
             chain = (
                 {"context": retriever | format_docs, "question": RunnablePassthrough()}
