@@ -18,10 +18,10 @@ def test_defaults_follow_the_design() -> None:
     c = MnemoniaConfig()
     assert (c.retention_half_life, c.eviction_budget, c.consolidation_threshold) == (
         86400.0, 0.05, 0.7)
-    # Recall defaults chosen on LoCoMo (README "Retrieval quality (LoCoMo)"; DESIGN sections
-    # 5 and 8 leave them to the benchmark): fusion weight 0.55, no per-hop decay, and the
-    # round-two steps (IDF, expansion 0.45, speaker 0.2, session context 0.5 over 2 turns,
-    # the session's best off, 100 keyword candidates).
+    # Recall defaults chosen on LoCoMo (docs/benchmarks/locomo.md, "The defaults and why";
+    # DESIGN sections 5 and 8 leave them to the benchmark): fusion weight 0.55, no per-hop
+    # decay, and the round-two steps (IDF, expansion 0.45, speaker 0.2, session context 0.5
+    # over 2 turns, the session's best off, 100 keyword candidates).
     assert (c.hybrid_keyword_weight, c.initial_threshold, c.spread_depth, c.spread_decay) == (
         0.55, 0.1, 2, 1.0)
     assert (c.keyword_candidates, c.keyword_idf, c.keyword_expansion, c.speaker_weight) == (
@@ -179,15 +179,17 @@ def test_unknown_environment_variable_is_a_warning_and_known_others_pass(
 
 
 def test_every_mnemonia_variable_the_project_uses_is_a_key_or_whitelisted() -> None:
-    """A test of the whitelist itself: the MNEMONIA_* names the code, README and notebooks
-    use are config keys or ENV_OTHER_VARIABLES, so the stricter check refuses none of them."""
+    """A test of the whitelist itself: the MNEMONIA_* names the code, README, documentation
+    and notebooks use are config keys or ENV_OTHER_VARIABLES, so the stricter check refuses
+    none of them."""
     import re
 
     from mnemonia.config import ENV_OTHER_VARIABLES
 
     root = Path(__file__).resolve().parents[2]
     files = [p for pattern in ("shared/**/*.py", "packages/**/*.py", "notebooks/**/*.ipynb",
-                               "README.md", "benchmarks/**/*.py", "scripts/**/*")
+                               "README.md", "docs/**/*.md", "benchmarks/**/*.py",
+                               "scripts/**/*")
              for p in root.glob(pattern) if p.is_file()]
     used = {m for p in files for m in re.findall(r"\bMNEMONIA_[A-Z0-9_]*[A-Z0-9]\b",
                                                 p.read_text(encoding="utf-8", errors="ignore"))}

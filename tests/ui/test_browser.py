@@ -2,7 +2,8 @@
 ``chromium-driver``, driven by selenium) against the real app served by uvicorn on 127.0.0.1,
 over a store with every kind of state. It opens each page, runs a recall, pins a memory,
 forgets and restores one, checks that user text stays inert, and saves a screenshot of each
-page (to ``MNEMONIA_SCREENSHOTS`` when set, e.g. ``docs/ui`` for the README; else tmp_path).
+page (to ``MNEMONIA_SCREENSHOTS`` when set, e.g. ``docs/ui`` for the inspector's documentation
+page, docs/inspector.md; else tmp_path).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ class LifecyclePrior:
     - ``uses``: how often the memory was reported used (``report_use``) or rated 4-5
       (``feedback``); ``fails``: how often it was rated 0-2. Reviews the scheduler estimates
       and plain recalls are not use: on LoCoMo in use they lifted whatever recall returned
-      often and cost recall (README).
+      often and cost recall (docs/benchmarks/in-use.md).
     - ``cue``: the cosine between this query and the most similar query the memory was used
       for (a use cue): use counts most where the question is like the one it answered.
     - ``practice`` in ``[0, 1)``: the ACT-R base-level strength of the memory's accesses
