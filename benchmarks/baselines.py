@@ -20,18 +20,18 @@ Every ``rank`` returns *all* indexed dia_ids, best first; ties keep conversation
 
 CLI: ``python benchmarks/baselines.py [--data PATH] [--rrf-depth N]`` prints the table.
 
-Choices that reproduce the README baselines (LoCoMo dev, 760 questions, R@5/10/20):
+Choices that reproduce the baselines of DESIGN section 8 (LoCoMo dev, 760 questions, R@5/10/20):
 
 - dense: ``Turn.rendered`` and the raw question, normalised embeddings, dot product
   -> 45.7 / 55.2 / 65.4 (exact).
 - BM25: rendered turns, lower-cased ``\w+`` tokens minus NLTK's English stop words, k1=1.5,
   b=0.75, rank_bm25-style Okapi idf with epsilon=0.25 floor -> 51.3 / 57.9 / 64.3
-  (README 51.1 / 57.8 / 64.5). Lucene idf gives 51.2 / 57.4 / 64.0; scikit-learn's stop
+  (DESIGN 51.1 / 57.8 / 64.5). Lucene idf gives 51.2 / 57.4 / 64.0; scikit-learn's stop
   words 48.3 / 54.6 / 61.6; raw text without the speaker name 46.9 / 54.9 / 60.5.
-- RRF k=60 over each retriever's top 100 -> 51.6 / 59.1 / 65.3 (README 51.6 / 59.3 / 65.5).
+- RRF k=60 over each retriever's top 100 -> 51.6 / 59.1 / 65.3 (DESIGN 51.6 / 59.3 / 65.5).
   Fusing the full rankings (every turn) gives 51.8 / 59.4 / 67.3: with k=60 and ~400-700
   turns, documents ranked mid-list by both retrievers then overtake top-1s of one. The
-  README does not state a depth; 100 is the round value that matches it.
+  DESIGN does not state a depth; 100 is the round value that matches it.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class MnemoniaConfig:
     """All tunables of the engine, each declared once below: default, check, meaning.
 
     :func:`reference` lists them (the configuration page of the documentation); DESIGN.md
-    gives the seed's defaults, the README the ones chosen on LoCoMo.
+    gives the seed's defaults, docs/benchmarks/locomo.md the ones chosen on LoCoMo.
 
     Example:
         >>> MnemoniaConfig(hybrid_keyword_weight=0.3).default_k
