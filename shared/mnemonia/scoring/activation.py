@@ -266,7 +266,9 @@ def weighted_word_scorer(weights: Mapping[str, float],
             for t, cr in credit[u].items():
                 if cr > best.get(t, 0.0):
                     best[t] = cr
-        return min(1.0, sum(weights[t] * m for t, m in best.items()) / total)
+        # (fsum: correctly rounded, so the sum does not depend on the order the set gave
+        # the words in, which changes with the hash seed from one process to the next)
+        return min(1.0, math.fsum([weights[t] * m for t, m in best.items()]) / total)
 
     return score
 
