@@ -1,6 +1,6 @@
-"""The knowledge-update dev set generator (``benchmarks/updates_data.py``): same seed, same
-set; every category; ids that exist; controls and hard negatives with nothing stale. No
-model, no store."""
+"""The knowledge-update dev set generator (``benchmarks/updates_data.py``) and the harness's
+scoring (``benchmarks/updates.py``): same seed, same set; every category; ids that exist;
+controls and hard negatives with nothing stale. No model, no store."""
 
 from __future__ import annotations
 
@@ -118,3 +118,27 @@ def test_the_default_set_has_several_thousand_memories() -> None:
     n = sum(len(t["memories"]) for t in full["tenants"])
     assert 3_000 <= n <= 10_000
     assert len(json.dumps(full)) < 3_000_000
+
+
+def test_scoring_follows_the_recipe() -> None:
+    """R@1 is clean (a concept holding gold and stale is no answer), stale at or above gold
+    counts ties inside a concept, MANY wants every value, negatives count as false
+    supersessions when they come first."""
+    import updates
+
+    one = {"id": "q", "category": "one_cue", "gold": ["g"], "stale": ["s"], "negatives": []}
+    g, s, x = frozenset({"g"}), frozenset({"s"}), frozenset({"x"})
+    assert updates.score(one, [g, s]) == updates.Score(True, True, False, False, None)
+    assert updates.score(one, [s, g]) == updates.Score(False, True, True, False, None)
+    assert updates.score(one, [x, s]).stale_above  # stale there, gold not
+    assert not updates.score(one, [x, x]).stale_above  # neither: a miss, not stale
+    both = frozenset({"g", "s"})
+    assert updates.score(one, [both]) == updates.Score(False, True, True, True, None)
+    many = {"id": "m", "category": "many", "gold": ["a", "b"], "stale": [], "negatives": []}
+    a, b = frozenset({"a"}), frozenset({"b"})
+    assert updates.score(many, [b, a]) == updates.Score(True, True, None, False, False)
+    assert updates.score(many, [b, x]) == updates.Score(True, False, None, False, True)
+    neg = {"id": "n", "category": "negative", "gold": ["g"], "stale": [], "negatives": ["n"]}
+    n = frozenset({"n"})
+    assert updates.score(neg, [g, n]) == updates.Score(True, True, None, False, False)
+    assert updates.score(neg, [n, g]) == updates.Score(False, True, None, False, True)
