@@ -581,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     hits = {**{run.label: run.hits for run in runs}, **base}
     print(intruder_table(data, hits, scores))
     if args.show:
-        for run in (r for r in runs if not r.oracle):
+        for run in runs:
             print()
             print(f"## Missed at rank 1: {run.label} (first {args.show} per category)")
             print()

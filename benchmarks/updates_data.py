@@ -427,8 +427,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute(
         name="budget", card="one", pool=_money,
         statements=("{P} monthly budget is {v}.", "{S} [spend|spends] at most {v} a month."),
-        cue=("{P} budget was raised to {v} a month.", "Update: {p} monthly budget is {v} now.",
-             "{S} cut {p} monthly budget from {old} to {v}."),
+        cue=("{P} budget was adjusted to {v} a month.", "Update: {p} monthly budget is {v} now.",
+             "{S} changed {p} monthly budget from {old} to {v}."),
         message=("Can you plan meals for the week? {P} budget is {v} a month since the rent "
                  "went up, so keep it cheap.",),
         questions=("What is {p} monthly budget?", "How much can [I|{n}] spend each month?"),
@@ -441,8 +441,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         name="word_target", card="one", pool=_words, third_ok=False,
         statements=("{P} weekly word target is {v}.", "{S} [aim|aims] for {v} a week on the "
                     "novel."),
-        cue=("{S} bumped {p} weekly target to {v}.", "Update: {p} weekly word target is now "
-             "{v}.", "{S} lowered {p} weekly goal from {old} to {v}."),
+        cue=("{S} reset {p} weekly target to {v}.", "Update: {p} weekly word target is now "
+             "{v}.", "{S} moved {p} weekly goal from {old} to {v}."),
         message=("Can you set up a writing schedule? [I'm|{n} is] aiming for {v} a week on the "
                  "novel, mostly mornings.",),
         questions=("What is {p} weekly word target?", "How many words a week [am I|is {n}] "
@@ -473,7 +473,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
         statements=("{P} API quota is {v} requests per day.", "{S} can make {v} API requests a "
                     "day."),
         cue=("{P} API quota was changed to {v} requests per day.",
-             "The provider raised {p} daily quota from {old} to {v} requests.",
+             "The provider changed {p} daily quota from {old} to {v} requests.",
              "Update: {p} API limit is {v} requests a day now."),
         message=("Can you help me batch these jobs? {P} quota is {v} requests a day since the "
                  "plan upgrade, and the backlog is big.",),
@@ -576,13 +576,13 @@ _SMALL_TALK = (
     "on {day}.", "It's been raining all {part} here.", "Did you see the {sport} game last night?",
     "{friend} sent me a funny video of a goat.", "I finally finished that {show} series.",
     "My neighbour is drilling again.", "I need to buy {item} before the weekend.",
-    "The train was {mins} minutes late this morning.", "I can't find my {item} anywhere.",
-    "We should try the new {snack} place sometime.", "I slept badly, the heating was too loud.",
+    "The train was {mins} minutes late this morning.", "I can't find my {lost} anywhere.",
+    "We should try the new {cuisine} place sometime.", "I slept badly, the heating was too loud.",
     "Can you summarise this article about {topic} for me?", "What's a good recipe with {veg}?",
     "I'm meeting {friend} for coffee on {day}.", "The {show} finale was disappointing.",
     "I spilled coffee on my notebook.", "How long should I boil {veg}?",
     "My sister's birthday is coming up and I have no idea what to get.",
-    "Is it normal for {item} to make that noise?", "I walked {mins} minutes to clear my head.",
+    "Is it normal for {appliance} to make that noise?", "I walked {mins} minutes to clear my head.",
     "Give me three ideas for a rainy {day}.", "The plants on the balcony look sad.",
     "I started reading a book about {topic}.", "What's the difference between baking soda and "
     "baking powder?", "The {sport} season starts in {mins} days, apparently.",
@@ -607,8 +607,11 @@ _FILLS: dict[str, tuple[str, ...]] = {
     "part": ("morning", "afternoon", "week", "day"),
     "sport": ("football", "basketball", "tennis", "rugby", "hockey", "cricket"),
     "show": ("detective", "cooking", "space", "history", "baking", "courtroom"),
-    "item": ("batteries", "a new umbrella", "coffee filters", "a phone charger", "my keys",
-             "stamps", "the dishwasher"),
+    "item": ("batteries", "a new umbrella", "coffee filters", "a phone charger", "stamps",
+             "bin bags", "light bulbs"),
+    "lost": ("keys", "wallet", "charger", "umbrella", "reading glasses", "library card"),
+    "cuisine": ("noodle", "burrito", "bagel", "salad", "dumpling", "pizza"),
+    "appliance": ("the dishwasher", "the fridge", "the boiler", "the washing machine"),
     "mins": ("10", "15", "20", "25", "30", "40"),
     "topic": ("black holes", "inflation", "sourdough", "sleep cycles", "bird migration",
               "compound interest", "volcanoes", "jazz history"),
