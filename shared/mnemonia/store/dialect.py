@@ -365,9 +365,7 @@ class PostgresDialect(Dialect):
             sa.text(
                 "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
                 "WHERE tenant = :t AND status = 'committed' "
-                # equal ranks: the first stored first (else the heap's order, which
-                # updates and vacuum change)
-                "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC, seq LIMIT :n"
+                "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC LIMIT :n"
             ),
             {"q": query, "t": tenant, "n": limit},
         ).fetchall()
@@ -506,8 +504,7 @@ class SqliteDialect(Dialect):
         match = " OR ".join(f'"{t}"' for t in terms)
         rows = reader.fetch(
             conn, "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
-            "WHERE memories_kw MATCH ? ORDER BY r, rowid LIMIT ?",  # equal: the first indexed
-            (match, limit))
+            "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?", (match, limit))
         return [(r[0], -float(r[1])) for r in rows]
 
     def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
