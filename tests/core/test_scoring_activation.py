@@ -218,6 +218,19 @@ def test_spread_max_frontier_ties_are_broken_by_id() -> None:
     assert set(result) == {"a", "b", "x"}
 
 
+def test_spread_ties_follow_the_order_given() -> None:
+    # recall passes the order the memories were stored: ids (random uuids) decide nothing
+    stored = {"b": 0, "a": 1, "x": 2, "y": 3, "z": 4}.__getitem__
+    edges = [edge("b", "y"), edge("a", "x")]
+    result = ac.spread({"b": 0.5, "a": 0.5}, graph(edges), depth=1, max_frontier=1,
+                       order=stored)
+    assert set(result) == {"a", "b", "y"}  # b is first among equals: it spreads
+    both = [edge("a", "z"), edge("b", "z")]
+    assert ac.spread({"a": 0.5, "b": 0.5}, graph(both), depth=1)["z"].source == "a"
+    assert ac.spread({"a": 0.5, "b": 0.5}, graph(both), depth=1,
+                     order=stored)["z"].source == "b"
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"depth": -1}, {"decay": 0.0}, {"decay": 1.5}, {"cross_topic_penalty": 2.0},

@@ -59,6 +59,17 @@ def test_group_exact_threshold_joins() -> None:
     assert co.group([a, b, c]) == [["a", "c"]]
 
 
+def test_group_equal_priorities_seed_in_stored_order_then_by_id() -> None:
+    def stored(id: str, seq: int) -> co.ConsolidationItem:
+        return co.ConsolidationItem(id=id, tokens=co.tokenize("same words here"),
+                                    priority=0.5, seq=seq)
+
+    assert co.group([stored("a", 2), stored("b", 0), stored("c", 1)]) == [["b", "c", "a"]]
+    assert co.group([stored("b", 0), stored("a", 0)]) == [["a", "b"]]
+    with pytest.raises(InvalidInputError, match="seq"):
+        stored("a", -1)
+
+
 def test_group_min_group_and_threshold() -> None:
     items = [item("a", "x y z", 0.3), item("b", "x y z", 0.2), item("c", "x y q", 0.1)]
     assert co.group(items, min_group=3) == []

@@ -222,6 +222,20 @@ def test_select_for_eviction_properties(
         assert max(by_id[i].priority for i in chosen) <= min(c.priority for c in kept)
 
 
+def test_eviction_ties_go_to_the_older_access_then_the_first_stored() -> None:
+    def stored(id: str, seq: int, age_h: float = 0.0) -> pr.EvictionCandidate:
+        return pr.EvictionCandidate(id=id, priority=0.2, importance=0.5, seq=seq,
+                                    accessed_at=NOW - timedelta(hours=age_h))
+
+    assert pr.select_for_eviction([stored("a", 3), stored("b", 1), stored("c", 2)],
+                                  count=2) == ["b", "c"]
+    assert pr.select_for_eviction([stored("a", 3, age_h=1), stored("b", 1)],
+                                  count=1) == ["a"]
+    assert pr.select_for_eviction([stored("b", 0), stored("a", 0)], count=1) == ["a"]
+    with pytest.raises(InvalidInputError, match="seq"):
+        stored("a", -1)
+
+
 def test_eviction_candidate_validation() -> None:
     with pytest.raises(NaiveDatetimeError):
         pr.EvictionCandidate(id="a", priority=0.1, accessed_at=datetime(2025, 1, 1),

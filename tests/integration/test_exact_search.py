@@ -150,6 +150,43 @@ def test_a_tenant_past_the_limit_is_searched_by_chroma_until_it_shrinks(
         eng.close()
 
 
+def test_a_mirror_answers_a_batch_of_queries_exactly_ties_by_position(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemonia.store import exact
+
+    monkeypatch.setattr(exact, "QUERY_BLOCK", 7)  # several blocks
+    rng = np.random.default_rng(5)
+    held = {f"m{i}": rng.standard_normal(16).astype(np.float32) for i in range(200)}
+    held["twin"] = held["m3"].copy()  # an exact tie: the row written first goes first
+    mirror = Mirror(list(held), np.stack(list(held.values())))
+    mirror.drop(["m10"])
+    del held["m10"]
+    queries = np.stack([held["m3"], *rng.standard_normal((19, 16)).astype(np.float32)])
+    ids, sims = mirror.nearest(queries, 6)
+    assert len(ids) == len(sims) == 20 and ids[0][:2] == ["m3", "twin"]
+    for q, got, got_sims in zip(queries, ids, sims, strict=True):
+        want = _brute(held, q)
+        assert got == sorted(want, key=lambda i: (-round(want[i], 5), i != "m3"))[:6]
+        np.testing.assert_allclose(got_sims, [want[i] for i in got], atol=1e-6)
+    assert Mirror([], np.zeros((0, 0), np.float32)).nearest(queries[:2], 3) == ([[], []],
+                                                                               [[], []])
+
+
+def test_ingest_asks_the_mirror_for_neighbours(tmp_path: Path, clock: ManualClock) -> None:
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        eng.add_many([{"text": t} for t in FACTS], tenant="t")
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        assert eng.vectors.mirrored(col)  # made by ingest's first neighbour query
+        vecs = eng.embedder.embed_documents(FACTS[:2])
+        ids, _ = eng.vectors.query(col, vecs, 3)
+        stored = {m.id: m.text for m in eng.list(tenant="t")}
+        assert stored[ids[0][0]] == FACTS[0]
+        assert stored[ids[1][0]] == FACTS[1]
+    finally:
+        eng.close()
+
+
 @pytest.mark.parametrize("bad", [-1, 2.5, "many", True])
 def test_exact_search_limit_must_be_a_whole_number_from_zero(bad: object) -> None:
     with pytest.raises(InvalidConfigError, match="exact_search_limit"):

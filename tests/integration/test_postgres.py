@@ -374,3 +374,13 @@ def test_keyed_items_on_postgres(postgres_url: str, tmp_path: Path, clock: Manua
         assert eng.stats(eng.items.tenant(("t",)))["memories"] == 1
     finally:
         eng.close()
+
+
+def test_entity_link_order_migration_on_postgres(postgres_url: str, tmp_path: Path) -> None:
+    """Migration 12 on PostgreSQL: entity links of an older store get their memory's ``seq``
+    (under the migration lock), and an entity's first linked memories are the first stored."""
+    from tests.integration.test_side_store import check_entity_link_order_migration
+
+    db = _new_db(postgres_url)
+    check_entity_link_order_migration(lambda: MemoryEngine.open(
+        tmp_path / "pg-links", sql_url=db, config=MANUAL, embedder=HashingEmbedder()))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 from mnemonia import MemoryEngine
 from mnemonia.store import sql as S
 
@@ -30,7 +32,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -49,6 +51,52 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
         assert [i for i, _ in store.keywords.keyword_search(conn, "ana", ["lisbon"], 5)] == ["m2"]
         assert store.keywords.keyword_search(conn, "bo", ["lisbon"], 5) == []
     store.dispose()
+
+
+LINKED = ("m-c", "m-a", "m-f", "m-b", "m-e", "m-d", "m-g")  # stored in this order, not by id
+
+
+def check_entity_link_order_migration(open_engine: Callable[[], MemoryEngine]) -> None:
+    """A store made before migration 12 (entity links without ``seq``): its links get their
+    memory's ``seq``, the ``(tenant, entity, seq)`` index is made, and an entity's first
+    linked memories are the first stored, not the smallest ids. ``open_engine`` opens the
+    same store each time."""
+    with open_engine() as eng:
+        eng.add_many([{"id": mid, "text": f"note {n} on the lighthouse",
+                       "entities": ["place:lighthouse"]} for n, mid in enumerate(LINKED)],
+                     tenant="t")
+        with eng.sql.begin() as conn:  # as migrations 1-11 left the table
+            conn.exec_driver_sql("DROP INDEX ix_memory_entities_seq")
+            conn.exec_driver_sql("ALTER TABLE memory_entities DROP COLUMN seq")
+            conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 12")
+    with open_engine() as eng:
+        with eng.sql.connect() as conn:
+            assert [r[0] for r in conn.exec_driver_sql(
+                "SELECT version FROM schema_migrations WHERE version = 12")] == [12]
+            links = dict(conn.exec_driver_sql("SELECT memory_id, seq FROM memory_entities").all())
+            stored = dict(conn.exec_driver_sql("SELECT id, seq FROM memories").all())
+            assert links == {mid: stored[mid] for mid in LINKED}
+            assert sorted(links, key=links.__getitem__) == list(LINKED)
+            indexes = {ix["name"]: ix["column_names"]
+                       for ix in sa.inspect(conn).get_indexes("memory_entities")}
+            assert indexes["ix_memory_entities_seq"] == ["tenant", "entity", "seq"]
+            assert eng.sql.graph.entity_neighbours(
+                conn, "t", "place:lighthouse", "m-f", 4) == ["m-c", "m-a", "m-b", "m-e"]
+        # a memory added now is linked to the first stored ones
+        new = eng.add("one more note on the lighthouse", tenant="t",
+                      entities=["place:lighthouse"])
+        eng.enrich(tenant="t")
+        same = {r.dst for r in eng.relations(new.id, tenant="t")
+                if r.src == new.id and r.type == "same_entity"}
+        assert same == set(LINKED[:5])
+
+
+def test_entity_links_of_an_older_store_get_the_order_their_memories_were_stored(
+        tmp_path: Path) -> None:
+    from mnemonia.embeddings import HashingEmbedder
+
+    check_entity_link_order_migration(lambda: MemoryEngine.open(
+        tmp_path / "s", embedder=HashingEmbedder(), maintenance="manual"))
 
 
 def test_keyword_terms_are_per_tenant_and_fold_case_and_accents() -> None:

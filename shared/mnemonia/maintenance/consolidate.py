@@ -229,7 +229,8 @@ def _groups(rt: Runtime, rows: list[Any], now: datetime
     row_by_id = {r.id: r for r in rows if r.id in set_of}
     w = weights(cfg)
     items = [cons.ConsolidationItem(id=mid, tokens=sets[set_of[mid]],
-                                    priority=priority_of(cfg, row_by_id[mid], now, w))
+                                    priority=priority_of(cfg, row_by_id[mid], now, w),
+                                    seq=int(row_by_id[mid].seq))
              for mid in set_of]
     groups = cons.group(items, threshold=cfg.consolidation_threshold,
                         min_group=cfg.consolidation_min_group,
@@ -257,7 +258,7 @@ def consolidate(rt: Runtime, *, tenant: str,
     now = rt.now()
     with rt.reading() as conn:
         rows = rt.sql.memories.active_rows(conn, tenant, (
-            "id", "text", "importance", "created_at", "accessed_at", "access_count",
+            "id", "seq", "text", "importance", "created_at", "accessed_at", "access_count",
             "stability", "state", "topic", "entities", "kind"),
             unconsolidated=True, not_kind="concept")
     groups, row_by_id, candidate_pairs, verified = _groups(rt, rows, now)

@@ -29,8 +29,8 @@ __all__ = ["evict", "eviction_order"]
 
 log = logging.getLogger("mnemonia.maintenance")
 
-_COLUMNS = ("id", "importance", "created_at", "accessed_at", "access_count", "stability",
-            "pinned", "state")
+_COLUMNS = ("id", "seq", "importance", "created_at", "accessed_at", "access_count",
+            "stability", "pinned", "state")
 
 
 def _allowed(rt: Runtime, active: int, force: bool) -> tuple[int, str]:
@@ -86,7 +86,7 @@ def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any
         candidates = {rows[i].id: prio.EvictionCandidate(
             id=rows[i].id, priority=priority_of(rt.config, rows[i], now, w),
             accessed_at=from_ts(rows[i].accessed_at), importance=float(rows[i].importance),
-            pinned=bool(rows[i].pinned), state=rows[i].state)
+            pinned=bool(rows[i].pinned), state=rows[i].state, seq=int(rows[i].seq))
             for i in shortlist(values, pool, need, lowest=True)}
         chosen += [candidates[i] for i in prio.select_for_eviction(
             candidates.values(), budget=rt.config.eviction_budget, count=need)]

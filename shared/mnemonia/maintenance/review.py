@@ -33,7 +33,7 @@ ECHO_MIN_SHARE = 0.5
 """Share of a memory's content words the reply must contain."""
 QUALITY_BINS = (0.9, 0.7, 0.5, 0.3, 0.1)  # -> 5, 4, 3, 2, 1, else 0
 ESTIMATE_DECAY_PER_HOUR = 0.05
-_COLUMNS = ("id", "importance", "utility", "accessed_at", "created_at", "easiness",
+_COLUMNS = ("id", "seq", "importance", "utility", "accessed_at", "created_at", "easiness",
             "interval_days", "repetitions", "next_review", "last_quality", "last_reviewed_at")
 
 
@@ -66,7 +66,9 @@ def estimate_quality(*, importance: float, utility: float, hours_since_access: f
 def due_for_review(rt: Runtime, tenant: str, now: datetime
          ) -> list[tuple[float, str, Any, sm2.SM2State]]:
     """``(SM-2 priority, id, row, state)`` of the enriched, not skipped, not superseded active
-    memories due at ``now``, highest priority first (what :func:`review` takes in order)."""
+    memories due at ``now``, highest priority first, equal priorities (every memory never
+    reviewed has the same) in the order they were stored: what :func:`review` takes in
+    order, the same in every process (never by id, a random uuid)."""
     with rt.reading() as conn:
         rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS, enriched=True,
                                            not_state=reeval.SKIPPED, unsuperseded=True,
@@ -79,7 +81,7 @@ def due_for_review(rt: Runtime, tenant: str, now: datetime
                              last_quality=int(r.last_quality))
         if sm2.is_due(state, now):
             ranked.append((sm2.priority(state, now), r.id, r, state))
-    ranked.sort(key=lambda t: (-t[0], t[1]))
+    ranked.sort(key=lambda t: (-t[0], t[2].seq))
     return ranked
 
 

@@ -14,7 +14,7 @@ from mnemonia.scoring import reevaluation as reeval
 __all__ = ["SNAPSHOT_HEADER", "snapshot"]
 
 SNAPSHOT_HEADER = "MEMORY SNAPSHOT"
-_COLUMNS = ("id", "text", "importance", "created_at", "accessed_at", "access_count",
+_COLUMNS = ("id", "seq", "text", "importance", "created_at", "accessed_at", "access_count",
             "stability", "consolidated_into")
 
 
@@ -42,5 +42,5 @@ def snapshot(rt: Runtime, *, tenant: str, limit: int | None = None) -> str:
     values = priority_array(rt.config, columns(rows), to_ts(now), w)
     short = shortlist(values, np.ones(len(rows), bool), n, lowest=False)
     exact = sorted(((priority_of(rt.config, rows[i], now, w), rows[i]) for i in short),
-                   key=lambda t: (-t[0], t[1].id))[:n]
+                   key=lambda t: (-t[0], t[1].seq))[:n]  # equal: the first stored first
     return "\n".join([SNAPSHOT_HEADER] + [f"- {r.text}" for _, r in exact])

@@ -97,7 +97,8 @@ def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
         c = Candidates(rows=rt.sql.memories.rows(conn, req.tenant, ids, where=req.where))
         shown = {i: r for i, r in c.rows.items() if visible(r, req.topic, req.include_superseded)}
         ranked = sorted(((priority_of(rt.config, r, req.now, w), i) for i, r in shown.items()
-                         if r.consolidated_into not in shown), key=lambda t: (-t[0], t[1]))
+                         if r.consolidated_into not in shown),
+                        key=lambda t: (-t[0], shown[t[1]].seq))
         found = hits.hits(rt, conn, req, [(p, i, None) for p, i in ranked[:req.k]], c)
     if req.touch and found:
         hits.touch(rt, req, found)

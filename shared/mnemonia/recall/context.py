@@ -32,8 +32,9 @@ def lift(run: RecallRun) -> None:
         around.update(session_neighbours(rt, run.conn, req.tenant, set(c.info) - set(around),
                                          cfg.context_window, c.rows))
     # new memories are read around the strongest candidates only
-    sources = heapq.nsmallest(CONTEXT_SOURCES, [(-i.fused, m) for m, i in c.info.items()])
-    new = sorted({n for _, m in sources for n in around.get(m, ())} - set(c.info))
+    sources = heapq.nsmallest(CONTEXT_SOURCES, [(-i.fused, c.rows[m].seq, m)
+                                                for m, i in c.info.items()])
+    new = sorted({n for _, _, m in sources for n in around.get(m, ())} - set(c.info))
     if new:
         run.admit(new, via="context")
     session_best = _session_best(c) if cfg.session_weight > 0 else {}

@@ -113,7 +113,7 @@ def _boost_entity(run: RecallRun, entity: tuple[str, float, float], bound: float
     linked = run.rt.sql.graph.entity_members_by_importance(
         run.conn, run.req.tenant, name, least, cfg.entity_fanout * ENTITY_POOL)
     linked = run.admit(linked, via="entity")
-    linked.sort(key=lambda i: (-(c.info[i].seed or c.info[i].fused), i))
+    linked.sort(key=lambda i: (-(c.info[i].seed or c.info[i].fused), c.rows[i].seq))
     boosted = False
     for i in linked[:cfg.entity_fanout]:
         boost = 0.8 * s * c.rows[i].importance * weight

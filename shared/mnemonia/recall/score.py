@@ -153,7 +153,7 @@ def ranked(run: RecallRun) -> list[tuple[float, str, act.Activation]]:
     rows, score, floor = c.rows, _scorer(rt, req, c), req.floor
     prelim = [(score(mid, a.value), mid, a) for mid, a in c.activations.items()
               if (a.value >= floor or run.similar(mid)) and mid in rows]
-    prelim.sort(key=lambda t: (-t[0], t[1]))
+    prelim.sort(key=lambda t: (-t[0], rows[t[1]].seq))  # equal scores: first stored first
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
     if rt.reranker is not None and prelim:
@@ -175,5 +175,5 @@ def _rerank(rt: Runtime, req: RecallRequest, c: Candidates,
                for (score, mid, a), logit in zip(head, logits, strict=True)]
     for (_, mid, _), logit in zip(head, logits, strict=True):
         c.logits[mid] = logit
-    blended.sort(key=lambda t: (-t[0], t[1]))
+    blended.sort(key=lambda t: (-t[0], c.rows[t[1]].seq))
     return blended + tail

@@ -32,6 +32,10 @@ class _Spreader:
         self.symmetric = sorted(act.SYMMETRIC_RELATIONS)
         self.decay = rt.config.spread_decay
 
+    def seq(self, mid: str) -> int:
+        """Where a memory stands among equals in spreading: the order it was stored."""
+        return int(self.c.rows[mid].seq)
+
     def __call__(self, given: Collection[str]) -> list[act.Edge]:
         level = given if isinstance(given, Mapping) else dict.fromkeys(given, 1.0)
         rows = self.c.rows
@@ -57,17 +61,19 @@ class _Spreader:
 
         def read(ask: list[str]) -> dict[str, tuple[Any, ...]]:
             got: dict[str, list[Any]] = {m: [] for m in ask}
-            for src, dst, rtype, strength, incoming in self.rt.sql.graph.edges_around(
+            for src, dst, rtype, strength, incoming, seq in self.rt.sql.graph.edges_around(
                     self.conn, self.req.tenant, ask, self.symmetric, EDGES_PER_SOURCE):
                 tw = type_weight.get(rtype)
                 if tw is None:
                     continue  # not a spreading type
                 w = strength * tw
+                # equal weights: the other end stored first goes first (never by id)
                 if incoming:  # a symmetric edge: its target spreads back to its source
-                    got[dst].append((-w, src, rtype, src, strength))
+                    got[dst].append(((-w, seq, rtype, 1), (-w, src, rtype, src, strength)))
                 else:
-                    got[src].append((-w, dst, rtype, src, strength))
-            return {m: tuple(sorted(out)) for m, out in got.items()}
+                    got[src].append(((-w, seq, rtype, 0), (-w, dst, rtype, src, strength)))
+            return {m: tuple(e for _, e in sorted(out, key=lambda x: x[0]))
+                    for m, out in got.items()}
 
         whole_tenant(self.rt, self.conn, self.req.tenant, "spread", read)
         return self.rt.caches.links_of(self.req.tenant, "spread", frontier, read)
@@ -103,4 +109,4 @@ def spread(run: RecallRun, bound: float) -> None:
         c.seeds, spreader, depth=cfg.spread_depth, decay=cfg.spread_decay,
         type_weights=run.rt.type_weights or None, topics=spreader.topics,
         query_topic=run.req.topic, cross_topic_penalty=cfg.cross_topic_penalty,
-        max_frontier=cfg.spread_frontier)
+        max_frontier=cfg.spread_frontier, order=spreader.seq)

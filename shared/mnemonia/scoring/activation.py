@@ -266,7 +266,9 @@ def weighted_word_scorer(weights: Mapping[str, float],
             for t, cr in credit[u].items():
                 if cr > best.get(t, 0.0):
                     best[t] = cr
-        return min(1.0, sum(weights[t] * m for t, m in best.items()) / total)
+        # (fsum: correctly rounded, so the sum does not depend on the order the set gave
+        # the words in, which changes with the hash seed from one process to the next)
+        return min(1.0, math.fsum([weights[t] * m for t, m in best.items()]) / total)
 
     return score
 
@@ -405,6 +407,7 @@ def spread(
     query_topic: str | None = None,
     cross_topic_penalty: float = DEFAULT_CROSS_TOPIC_PENALTY,
     max_frontier: int | None = None,
+    order: Callable[[str], int] | None = None,
 ) -> dict[str, Activation]:
     """Spread activation from seeds along relations, hop by hop (max aggregation).
 
@@ -417,13 +420,13 @@ def spread(
     ``query_topic`` is given and the target's known topic (``topics.get(target)``) is another
     one; a target missing from ``topics`` or with topic ``None`` is not penalised. Within a
     hop, sources use the activations from the end of the previous hop; among equal candidates
-    for one target the smallest ``(source, relation)`` wins, so the result does not depend on
-    edge order.
+    for one target the first ``(source, relation)`` wins (sources in ``order``), so the result
+    does not depend on edge order.
 
     ``max_frontier`` bounds the work of a hop: only the ``max_frontier`` most activated ids of
-    the frontier spread (ties broken by id). A weak memory's spread carries a fraction of an
-    already weak activation, so it rarely reaches a top-k list; the bound keeps the number of
-    edges read per query independent of the graph's size.
+    the frontier spread (ties broken by ``order``). A weak memory's spread carries a fraction
+    of an already weak activation, so it rarely reaches a top-k list; the bound keeps the
+    number of edges read per query independent of the graph's size.
 
     Args:
         seeds: Seed activation per memory id, finite and ``>= 0``.
@@ -437,6 +440,9 @@ def spread(
         cross_topic_penalty: Factor for targets in another topic, in ``[0, 1]``.
         max_frontier: How many of the frontier's most activated ids spread per hop, an int
             ``>= 1``; ``None`` (default) for all of them.
+        order: ``order(id)``: where an id stands among equals (e.g. the order the memories
+            were stored, so that ties fall the same way whatever the ids are); ties of equal
+            ``order`` (and every tie when it is ``None``, the default) are broken by id.
 
     Returns:
         ``{memory_id: Activation}`` for every seed and every memory reached.
@@ -473,11 +479,14 @@ def spread(
             return value * penalty
         return value
 
+    def place(mid: str) -> tuple[int, str]:
+        return (0 if order is None else order(mid), mid)
+
     def bounded(ids: Iterable[str]) -> frozenset[str]:
         if beam is None:
             return frozenset(ids)
-        ranked = heapq.nsmallest(beam, [(-result[m].value, m) for m in ids])
-        return frozenset([m for _, m in ranked])
+        ranked = heapq.nsmallest(beam, [(-result[m].value, place(m)) for m in ids])
+        return frozenset([m for _, (_, m) in ranked])
 
     frontier = bounded(result)
     for hop in range(1, hops_total + 1):
@@ -500,10 +509,9 @@ def spread(
                 if candidate <= 0.0:
                     continue
                 current = best.get(target)
-                if current is None or (-candidate, source, edge.type) < (
-                    -current[0],
-                    current[1],
-                    current[2],
+                if current is None or candidate > current[0] or (
+                    candidate == current[0]
+                    and (place(source), edge.type) < (place(current[1]), current[2])
                 ):
                     best[target] = (candidate, source, edge.type)
         raised: set[str] = set()

@@ -56,14 +56,18 @@ def jaccard(a: Collection[str], b: Collection[str]) -> float:
 
 @dataclass(frozen=True, kw_only=True)
 class ConsolidationItem:
-    """A memory as consolidation sees it: id, word set and priority."""
+    """A memory as consolidation sees it: id, word set, priority, and ``seq``, its place in the
+    order memories were stored (of equal priorities the first stored seeds first; ids, random
+    uuids, decide only what ``seq`` leaves tied, so groups are the same in every process)."""
 
     id: str
     tokens: frozenset[str]
     priority: float
+    seq: int = 0
 
     def __post_init__(self) -> None:
         require_str(self.id, "id")
+        require_int(self.seq, "seq", minimum=0)
         if not isinstance(self.tokens, frozenset):
             if isinstance(self.tokens, str) or not isinstance(self.tokens, Iterable):
                 raise InvalidInputError(
@@ -82,8 +86,8 @@ def group(
 ) -> list[list[str]]:
     """Group near-duplicates deterministically.
 
-    Items are sorted by priority descending (ties by id ascending). Each item not yet in a
-    group seeds a group of the not-yet-grouped items whose Jaccard with the seed is
+    Items are sorted by priority descending (ties by ``seq``, then id, ascending). Each item
+    not yet in a group seeds a group of the not-yet-grouped items whose Jaccard with the seed is
     ``>= threshold`` (only those listed in ``candidates[seed]`` when ``candidates`` is given;
     a seed missing from ``candidates`` has none). Groups smaller than ``min_group`` are
     dropped, and their members stay available to later seeds.
@@ -95,8 +99,8 @@ def group(
         candidates: Optional pre-filtered neighbour ids per seed id.
 
     Returns:
-        Groups of ids, each seed first, then members by priority desc, id asc; groups in seed
-        order. The result does not depend on the order of ``items``.
+        Groups of ids, each seed first, then members by priority desc, seq and id asc; groups
+        in seed order. The result does not depend on the order of ``items``.
 
     Raises:
         InvalidInputError: Bad threshold or min_group, or duplicate ids.
@@ -113,8 +117,8 @@ def group(
             raise InvalidInputError(f"item ids must be unique, got {shown(item.id)} twice")
         by_id[item.id] = item
 
-    def order(item: ConsolidationItem) -> tuple[float, str]:
-        return (-item.priority, item.id)
+    def order(item: ConsolidationItem) -> tuple[float, int, str]:
+        return (-item.priority, item.seq, item.id)
 
     ordered = sorted(by_id.values(), key=order)
     grouped: set[str] = set()

@@ -139,7 +139,9 @@ def priority(
 
 @dataclass(frozen=True, kw_only=True)
 class EvictionCandidate:
-    """An active memory as eviction sees it.
+    """An active memory as eviction sees it. ``seq`` is its place in the order memories were
+    stored (of equal priority and ``accessed_at``, the first stored goes first; ids, random
+    uuids, decide only what ``seq`` leaves tied, so the choice is the same in every process).
 
     Raises:
         InvalidInputError: A field is out of range (state must be skipped/batched/immediate).
@@ -153,9 +155,11 @@ class EvictionCandidate:
     importance: float
     pinned: bool = False
     state: str = "batched"
+    seq: int = 0
 
     def __post_init__(self) -> None:
         require_str(self.id, "id")
+        require_int(self.seq, "seq", minimum=0)
         object.__setattr__(self, "priority", require_finite(self.priority, "priority"))
         object.__setattr__(self, "accessed_at", require_aware(self.accessed_at, "accessed_at"))
         object.__setattr__(
@@ -203,8 +207,9 @@ def select_for_eviction(
 ) -> list[str]:
     """Return the ids to evict: the lowest-priority memories that are not protected.
 
-    Ties are broken by older ``accessed_at``, then by id. A protected memory is never chosen,
-    so fewer than ``count`` ids come back when too few memories are unprotected.
+    Ties are broken by older ``accessed_at``, then by ``seq`` (the first stored), then by id.
+    A protected memory is never chosen, so fewer than ``count`` ids come back when too few
+    memories are unprotected.
 
     Args:
         candidates: All active memories of one tenant (ids must be unique).
@@ -230,6 +235,6 @@ def select_for_eviction(
     n = default if count is None else require_int(count, "count", minimum=0)
     evictable = sorted(
         (c for c in items if not is_protected(c)),
-        key=lambda c: (c.priority, c.accessed_at, c.id),
+        key=lambda c: (c.priority, c.accessed_at, c.seq, c.id),
     )
     return [c.id for c in evictable[:n]]

@@ -238,12 +238,21 @@ class ChromaIndex:
                     if mirror.size > self.exact_limit:
                         self._keep_mirror(col.name, None)
                         mirror = None
+            if mirror is not None:  # a grown mirror counts against the budget too
+                self._make_room(0, keep=col.name)
 
     def query(self, col: ChromaCollection, vectors: np.ndarray, n: int
               ) -> tuple[list[list[str]], list[list[float]]]:
-        """kNN: per query row, ids and cosine similarities, best first."""
+        """kNN: per query row, ids and cosine similarities, best first. Exact for a
+        collection that is mirrored (at most ``exact_limit`` vectors, see :meth:`scores`):
+        Chroma's HNSW answer is approximate, and which neighbours it misses can change from
+        one process to the next (the threads that built the index), so what ingest links
+        would too."""
         if n <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))], [[] for _ in range(len(vectors))]
+        mirror = self._mirror(col)
+        if mirror is not None:
+            return mirror.nearest(vectors, n)
         res = self._call(lambda: col.query(query_embeddings=vectors,
                                            n_results=min(n, _MAX_RESULTS),
                                            include=["distances"]))
@@ -315,12 +324,12 @@ class ChromaIndex:
         with self._mirror_lock:
             self._mirrors.pop(name, None)
 
-    def _make_room(self, size: int) -> None:
-        """Drop the least recently searched mirrors until ``size`` more vectors fit in
-        :data:`MIRRORED_VECTORS`."""
+    def _make_room(self, size: int, keep: str | None = None) -> None:
+        """Drop the least recently searched mirrors (never ``keep``'s) until ``size`` more
+        vectors fit in :data:`MIRRORED_VECTORS`."""
         with self._mirror_lock:
             held = sum(m.size for m in self._mirrors.values() if m is not None)
-            for other in [n for n, m in self._mirrors.items() if m is not None]:
+            for other in [n for n, m in self._mirrors.items() if m is not None and n != keep]:
                 if held + size <= MIRRORED_VECTORS:
                     return
                 mirror = self._mirrors.pop(other)

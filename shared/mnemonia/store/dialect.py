@@ -365,7 +365,9 @@ class PostgresDialect(Dialect):
             sa.text(
                 "SELECT id, ts_rank(tsv, to_tsquery('simple', :q)) AS r FROM memories "
                 "WHERE tenant = :t AND status = 'committed' "
-                "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC LIMIT :n"
+                # equal ranks: the first stored first (else the heap's order, which
+                # updates and vacuum change)
+                "AND tsv @@ to_tsquery('simple', :q) ORDER BY r DESC, seq LIMIT :n"
             ),
             {"q": query, "t": tenant, "n": limit},
         ).fetchall()
@@ -504,7 +506,8 @@ class SqliteDialect(Dialect):
         match = " OR ".join(f'"{t}"' for t in terms)
         rows = reader.fetch(
             conn, "SELECT memory_id, bm25(memories_kw) AS r FROM memories_kw "
-            "WHERE memories_kw MATCH ? ORDER BY r LIMIT ?", (match, limit))
+            "WHERE memories_kw MATCH ? ORDER BY r, rowid LIMIT ?",  # equal: the first indexed
+            (match, limit))
         return [(r[0], -float(r[1])) for r in rows]
 
     def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],

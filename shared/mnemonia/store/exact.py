@@ -27,6 +27,8 @@ from mnemonia.embeddings import normalise_rows
 __all__ = ["ExactScores", "Mirror", "rows_per_slice"]
 
 _FIRST_CAPACITY = 256
+QUERY_BLOCK = 64
+"""Query vectors multiplied with a mirror at once by :meth:`Mirror.nearest`."""
 SINGLE_THREAD_PRODUCT = 1 << 18
 """OpenBLAS computes a product with fewer than 4 * 65,536 multiplications on the calling thread
 alone; a larger one starts its own threads, which compete with the model embedding the query
@@ -41,8 +43,9 @@ def rows_per_slice(per_row: int) -> int:
 
 
 def _product(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``matrix @ query``, in slices small enough for OpenBLAS to keep on this thread."""
-    step = rows_per_slice(matrix.shape[1])
+    """``matrix @ query`` (``query`` a vector, or a matrix of query columns), in slices small
+    enough for OpenBLAS to keep on this thread."""
+    step = rows_per_slice(matrix.shape[1] * (query.shape[1] if query.ndim == 2 else 1))
     if len(matrix) <= step:
         return np.asarray(matrix @ query)
     return np.concatenate([matrix[at:at + step] @ query for at in range(0, len(matrix), step)])
@@ -129,6 +132,29 @@ class Mirror:
         """Forget vectors (after Chroma deleted them)."""
         with self._lock:
             self._kill([i for i in ids if i in self._position])
+
+    def nearest(self, queries: np.ndarray, n: int) -> tuple[list[list[str]], list[list[float]]]:
+        """Exact kNN: per row of ``queries``, the ``n`` nearest held vectors (ids and cosines,
+        best first, ties by position), the same in every process (an HNSW answer may vary
+        with the threads that built the index)."""
+        with self._lock:
+            count, matrix, alive = self._n, self._matrix, self._alive
+            ids, position = self._ids, self._position
+            live = alive[:count].copy() if self._dead else None
+        found: list[list[str]] = []
+        sims: list[list[float]] = []
+        if count == 0:
+            return [[] for _ in range(len(queries))], [[] for _ in range(len(queries))]
+        rows = normalise_rows(queries)
+        for start in range(0, len(rows), QUERY_BLOCK):
+            block = _product(matrix[:count], rows[start:start + QUERY_BLOCK].T)
+            if live is not None:
+                block[~live] = -np.inf
+            for j in range(block.shape[1]):
+                got = ExactScores(np.ascontiguousarray(block[:, j]), ids, position).top(n)
+                found.append(got[0])
+                sims.append(got[1])
+        return found, sims
 
     def scores(self, query: np.ndarray) -> ExactScores:
         """Every held vector's cosine with ``query``."""

@@ -8,6 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from mnemonia.clock import from_ts
+from mnemonia.errors import StoreError
 from mnemonia.models import Relation
 from mnemonia.store.changes import Changes
 from mnemonia.store.database import Connection, Database
@@ -28,25 +29,36 @@ class Graph:
     # -- entities ----------------------------------------------------------------------
     def link_entities(self, conn: Connection, links: Sequence[dict[str, Any]], *,
                       ignore_existing: bool = False) -> None:
-        """Insert ``(tenant, entity, memory_id)`` links (skipping existing ones if asked)."""
+        """Insert ``(tenant, entity, memory_id)`` links (skipping existing ones if asked);
+        each gets its memory's ``seq`` (the memories' rows are written first)."""
         if not links:
             return
+        m = memories.c
+        seqs: dict[str, int] = {}
+        for chunk in chunks(list(dict.fromkeys(x["memory_id"] for x in links))):
+            seqs.update((r[0], r[1]) for r in conn.execute(
+                sa.select(m.id, m.seq).where(m.id.in_(chunk))))
+        missing = [x["memory_id"] for x in links if x["memory_id"] not in seqs]
+        if missing:
+            raise StoreError(f"entity links of memories that are not stored: {missing[:5]}")
         stmt = memory_entities.insert()
         if ignore_existing:
             stmt = self.db.dialect.or_ignore(stmt)
-        conn.execute(stmt, list(links))
+        conn.execute(stmt, [{**x, "seq": seqs[x["memory_id"]]} for x in links])
 
     def unlink_entities(self, conn: Connection, memory_id: str) -> None:
         conn.execute(memory_entities.delete().where(memory_entities.c.memory_id == memory_id))
 
     def entity_neighbours(self, conn: Connection, tenant: str, entity: str, exclude: str,
                           limit: int) -> list[str]:
-        """Up to ``limit`` other memories linked to ``entity`` (by id). Called once per entity
-        of every enriched memory: a plain statement, not one built per call (building the
-        SQLAlchemy select cost ~3 ms, several times the read)."""
+        """Up to ``limit`` other memories linked to ``entity``: the first ones stored (by
+        ``seq``, one range of the ``(tenant, entity, seq)`` index; never by id, a random uuid,
+        which chose other neighbours in every process). Called once per entity of every
+        enriched memory: a plain statement, not one built per call (building the SQLAlchemy
+        select cost ~3 ms, several times the read)."""
         return [r[0] for r in self.db.fetch(
             conn, "SELECT memory_id FROM memory_entities WHERE tenant = ? AND entity = ? "
-            "AND memory_id != ? ORDER BY memory_id LIMIT ?", (tenant, entity, exclude, limit))]
+            "AND memory_id != ? ORDER BY seq LIMIT ?", (tenant, entity, exclude, limit))]
 
     def entity_counts(self, conn: Connection, tenant: str) -> list[tuple[str, int]]:
         """``(entity, linked memories not deleted)`` of the tenant."""
@@ -64,13 +76,14 @@ class Graph:
 
     def entity_members_by_importance(self, conn: Connection, tenant: str, entity: str,
                                      least: float, limit: int) -> list[str]:
-        """Up to ``limit`` memories linked to ``entity`` with importance >= ``least``."""
+        """Up to ``limit`` memories linked to ``entity`` with importance >= ``least``, the
+        first ones stored (by ``seq``)."""
         me, m = memory_entities.c, memories.c
         return [r[0] for r in conn.execute(
             sa.select(me.memory_id).select_from(
                 memory_entities.join(memories, m.id == me.memory_id)).where(
                 me.tenant == tenant, me.entity == entity, m.importance >= least)
-            .limit(limit))]
+            .order_by(me.seq).limit(limit))]
 
     def entity_links(self, conn: Connection, ids: Sequence[str]) -> dict[str, list[str]]:
         """``{memory_id: [entity, ...]}`` (sorted) of the ``memory_entities`` rows of ``ids``."""
@@ -180,20 +193,26 @@ class Graph:
 
     def edges_around(self, conn: Connection, tenant: str, ids: Sequence[str],
                      symmetric: Sequence[str], per_target: int) -> list[Any]:
-        """``(src, dst, type, strength, incoming)``: the edges leaving ``ids`` (``incoming``
-        0), and the ``per_target`` strongest edges of the ``symmetric`` types that point at
-        each of them (``incoming`` 1). What is read for several ids is what is read for each."""
+        """``(src, dst, type, strength, incoming, seq)``: the edges leaving ``ids``
+        (``incoming`` 0), and the ``per_target`` strongest edges of the ``symmetric`` types
+        that point at each of them (``incoming`` 1), equal strengths the first stored
+        sources first; ``seq`` is the other end's (the target's of an edge leaving, the
+        source's of one pointing in), for an order of equal edges that is the same in every
+        process (ids are random uuids). What is read for several ids is what is read for
+        each."""
         out: list[Any] = []
         for chunk in chunks(sorted(ids)):
             marks = self.db.in_marks(len(chunk))
             out += self.db.fetch(conn, (
-                "SELECT src, dst, type, strength, 0 AS incoming FROM relations "
-                f"WHERE tenant = ? AND src IN ({marks}) "
-                "UNION ALL SELECT src, dst, type, strength, 1 AS incoming FROM ("
-                "SELECT src, dst, type, strength, ROW_NUMBER() OVER ("
-                "PARTITION BY dst ORDER BY strength DESC, src) AS n FROM relations "
-                f"WHERE tenant = ? AND dst IN ({marks}) "
-                f"AND type IN ({self.db.in_marks(len(symmetric))})) AS incoming "
+                "SELECT r.src, r.dst, r.type, r.strength, 0 AS incoming, m.seq "
+                "FROM relations AS r JOIN memories AS m ON m.id = r.dst "
+                f"WHERE r.tenant = ? AND r.src IN ({marks}) "
+                "UNION ALL SELECT src, dst, type, strength, 1 AS incoming, seq FROM ("
+                "SELECT r.src, r.dst, r.type, r.strength, m.seq, ROW_NUMBER() OVER ("
+                "PARTITION BY r.dst ORDER BY r.strength DESC, m.seq) AS n "
+                "FROM relations AS r JOIN memories AS m ON m.id = r.src "
+                f"WHERE r.tenant = ? AND r.dst IN ({marks}) "
+                f"AND r.type IN ({self.db.in_marks(len(symmetric))})) AS incoming "
                 "WHERE n <= ?"),
                 (tenant, *chunk, tenant, *chunk, *symmetric, per_target))
         return out

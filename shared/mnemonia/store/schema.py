@@ -123,13 +123,17 @@ memory_events = sa.Table(
     sa.Index("ix_memory_events_memory", "memory_id", "id"),
 )
 
+# ``seq`` is the linked memory's own ``seq`` (its place in the tenant): an entity's memories
+# are read in the order they were stored (migration 12), never in the order of their ids.
 memory_entities = sa.Table(
     "memory_entities", metadata,
     sa.Column("tenant", sa.String(64), nullable=False),
     sa.Column("entity", sa.String(256), nullable=False),
     sa.Column("memory_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.PrimaryKeyConstraint("tenant", "entity", "memory_id"),
     sa.Index("ix_memory_entities_memory", "memory_id"),
+    sa.Index("ix_memory_entities_seq", "tenant", "entity", "seq"),
 )
 
 collections = sa.Table(
@@ -433,6 +437,23 @@ def _keyed_items(conn: Connection) -> None:
         f"({x['expires']}) WHERE {x['expires']} IS NOT NULL")
 
 
+def _entity_link_order(conn: Connection) -> None:
+    """Entity links in the order their memories were stored: ``memory_entities.seq`` (the
+    memory's ``seq``) and an index on ``(tenant, entity, seq)``, so that the first memories
+    of an entity are one index range, the same in every process (they were the first by id,
+    a random uuid). Links of a store made before get their memory's ``seq`` (a link whose
+    memory is gone keeps 0). A store created since migration 1 has the column already."""
+    if "seq" not in {c["name"] for c in sa.inspect(conn).get_columns("memory_entities")}:
+        conn.exec_driver_sql(
+            "ALTER TABLE memory_entities ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
+        conn.exec_driver_sql(
+            "UPDATE memory_entities SET seq = (SELECT m.seq FROM memories AS m "
+            "WHERE m.id = memory_entities.memory_id) WHERE EXISTS (SELECT 1 FROM memories "
+            "AS m WHERE m.id = memory_entities.memory_id)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_memory_entities_seq "
+                         "ON memory_entities (tenant, entity, seq)")
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -446,4 +467,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (9, "keyed items by path, key, update and expiry", _keyed_items),
     (10, "word vectors for keyword expansion", _create_term_vectors),
     (11, "writers of unfinished memory writes", _create_memory_writers),
+    (12, "entity links in the order their memories were stored", _entity_link_order),
 ]

@@ -106,8 +106,13 @@ class Staging:
         conn.execute(memories.update().where(memories.c.id == sa.bindparam("b_tmp")).values(
             id=sa.bindparam("b_id"), seq=sa.bindparam("b_seq")),
             [{"b_tmp": a, "b_id": b, "b_seq": seqs[b]} for a, b in pairs])
+        # the entity links follow the memory to its place (memory_entities.seq is its seq)
+        conn.execute(memory_entities.update().where(
+            memory_entities.c.memory_id == sa.bindparam("b_tmp")).values(
+            memory_id=sa.bindparam("b_id"), seq=sa.bindparam("b_seq")),
+            [{"b_tmp": a, "b_id": b, "b_seq": seqs[b]} for a, b in pairs])
         moves = [{"b_tmp": a, "b_id": b} for a, b in pairs]
-        for table in (memory_vectors, memory_entities, memory_events, access_log):
+        for table in (memory_vectors, memory_events, access_log):
             conn.execute(table.update().where(table.c.memory_id == sa.bindparam("b_tmp"))
                          .values(memory_id=sa.bindparam("b_id")), moves)
         self.db.dialect.move_keywords(conn, pairs)
