@@ -5,6 +5,7 @@ Usage::
     .venv/bin/python benchmarks/determinism.py                     # conv-26, two processes
     .venv/bin/python benchmarks/determinism.py --conversation conv-41 --turns 300 \
         --embedder hashing --maintenance background --runs 3
+    .venv/bin/python benchmarks/determinism.py --conversation all --parallel  # as locomo.py
 
 Each run is a fresh process (its own ``PYTHONHASHSEED``, so set and dict order of strings
 differ between runs) that ingests the conversation as ``benchmarks/locomo.py`` does (one
@@ -43,13 +44,19 @@ TURN_KEY = "dia_id"
 RECALL_K = 20
 
 
-def _conversation(path: str, sample_id: str, turns: int | None) -> Conversation:
-    for conv in load_locomo(path):
-        if conv.sample_id == sample_id:
-            if turns is not None:
-                conv.turns = conv.turns[:turns]
-            return conv
-    raise SystemExit(f"no conversation {sample_id!r} in {path}")
+def _conversations(path: str, sample_ids: str, turns: int | None) -> list[Conversation]:
+    """The conversations named (comma-separated, or ``all``), each cut to ``turns``."""
+    convs = load_locomo(path)
+    wanted = [c.sample_id for c in convs] if sample_ids == "all" else sample_ids.split(",")
+    by_id = {c.sample_id: c for c in convs}
+    missing = [w for w in wanted if w not in by_id]
+    if missing:
+        raise SystemExit(f"no conversation {missing} in {path}")
+    out = [by_id[w] for w in wanted]
+    if turns is not None:
+        for conv in out:
+            conv.turns = conv.turns[:turns]
+    return out
 
 
 def _embedder(kind: str) -> Any:
@@ -58,25 +65,37 @@ def _embedder(kind: str) -> Any:
     return HashingEmbedder() if kind == "hashing" else default_embedder(kind)
 
 
-def dump(conv: Conversation, *, embedder: Any, maintenance: str, store: Path) -> dict[str, Any]:
-    """Ingest ``conv`` into a new store at ``store`` and return what it made (see the module
-    docstring), keyed by dia_id."""
+def dump(convs: Sequence[Conversation], *, embedder: Any, maintenance: str, store: Path
+         ) -> dict[str, Any]:
+    """Ingest ``convs`` into a new store at ``store`` (each its own tenant, one after the
+    other, as ``benchmarks/locomo.py`` does), ask their questions, and return what it made
+    (see the module docstring), keyed by dia_id (and tenant, for several)."""
     import locomo
     from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 
-    present = {t.dia_id for t in conv.turns}
-    questions = [q for q in scored_questions(conv) if set(q.evidence) & present]
-    clock = ManualClock(conv.sessions[min(conv.sessions)])
+    clock = ManualClock(min(c.sessions[min(c.sessions)] for c in convs))
+    out: dict[str, Any] = {"memories": {}, "relations": [], "rankings": {}}
     with MemoryEngine.open(store, config=MnemoniaConfig(), clock=clock, embedder=embedder,
                            maintenance=maintenance) as engine:
-        locomo.ingest(engine, clock, conv, sweep="enrich" if maintenance == "manual" else "none")
-        clock.set(conv.ask_time)  # (the background jobs run here too)
-        rankings = {}
-        for q in questions:
-            res = engine.recall(q.question, tenant=conv.sample_id, k=RECALL_K, touch=False,
-                                min_activation=0)
-            rankings[q.question] = [[h.memory.id, repr(h.score)] for h in res.memories]
-        return _keyed(engine, conv.sample_id, rankings)
+        for conv in convs:
+            locomo.ingest(engine, clock, conv,
+                          sweep="enrich" if maintenance == "manual" else "none")
+        for conv in convs:
+            present = {t.dia_id for t in conv.turns}
+            clock.set(conv.ask_time)  # (the background jobs run here too)
+            rankings = {}
+            for q in scored_questions(conv):
+                if not set(q.evidence) & present:
+                    continue
+                res = engine.recall(q.question, tenant=conv.sample_id, k=RECALL_K,
+                                    touch=False, min_activation=0)
+                rankings[q.question] = [[h.memory.id, repr(h.score)] for h in res.memories]
+            part = _keyed(engine, conv.sample_id, rankings)
+            name = f"{conv.sample_id}/" if len(convs) > 1 else ""
+            out["memories"].update({name + k: v for k, v in part["memories"].items()})
+            out["relations"] += [[name + r[0], name + r[1], *r[2:]] for r in part["relations"]]
+            out["rankings"].update({name + q: v for q, v in part["rankings"].items()})
+    return out
 
 
 def _keyed(engine: Any, tenant: str, rankings: dict[str, Any]) -> dict[str, Any]:
@@ -149,9 +168,9 @@ def compare(a: dict[str, Any], b: dict[str, Any], *, show: int = 5) -> list[str]
 
 
 def run_child(args: argparse.Namespace) -> None:
-    conv = _conversation(args.data, args.conversation, args.turns)
+    convs = _conversations(args.data, args.conversation, args.turns)
     with tempfile.TemporaryDirectory(prefix="mnemonia-determinism-") as tmp:
-        out = dump(conv, embedder=_embedder(args.embedder), maintenance=args.maintenance,
+        out = dump(convs, embedder=_embedder(args.embedder), maintenance=args.maintenance,
                    store=Path(tmp) / "store")
     Path(args.out).write_text(json.dumps(out))
 
@@ -177,7 +196,9 @@ def run(argv: Sequence[str], seeds: Sequence[int], workdir: Path, *, parallel: b
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_PATH))
-    ap.add_argument("--conversation", default="conv-26")
+    ap.add_argument("--conversation", default="conv-26",
+                    help="a sample_id, several comma-separated (one store, a tenant each, as "
+                         "benchmarks/locomo.py ingests them), or all")
     ap.add_argument("--turns", type=int, default=None, help="only the first N turns")
     ap.add_argument("--embedder", default="onnx",
                     help="hashing, or a backend of the bundled model (onnx, torch, onnx-int8)")
