@@ -234,7 +234,12 @@ class ChromaIndex:
                     col.upsert, ids=list(ids[start:end]), embeddings=vectors[start:end],
                     documents=list(documents[start:end]), metadatas=list(metadatas[start:end])))
                 if mirror is not None:
-                    mirror.put(ids[start:end], vectors[start:end])
+                    # what Chroma stored (it normalises cosine vectors itself, a few 1e-8 off
+                    # ours), as a mirror read from Chroma later holds it: scores do not
+                    # change when the store is opened again
+                    stored = self.get_vectors(col, list(dict.fromkeys(ids[start:end])))
+                    if stored:
+                        mirror.put(list(stored), np.stack(list(stored.values())))
                     if mirror.size > self.exact_limit:
                         self._keep_mirror(col.name, None)
                         mirror = None
