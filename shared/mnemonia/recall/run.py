@@ -12,7 +12,7 @@ scores the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +23,6 @@ from mnemonia.keywords import KeywordQuery
 from mnemonia.recall.keywords import relevance
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
-from mnemonia.scoring import modes as modes_mod
 from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
 from mnemonia.store.statements import SqlCondition
@@ -41,22 +40,11 @@ query)."""
 
 
 @dataclass(frozen=True)
-class RecallRequest:
-    """One checked ``recall`` call."""
+class RecallRequest(RecallArgs):
+    """One checked ``recall`` call: its checked arguments (:class:`RecallArgs`), the time it
+    runs at and an optional filter."""
 
-    query: str
-    tenant: str
-    k: int
-    topic: str | None
-    entity: str | None
-    episode_k: int
-    mode: str
-    weights: modes_mod.Mode
-    floor: float
-    touch: bool
-    user_id: str | None
     now: datetime
-    include_superseded: bool = False
     where: SqlCondition | None = None  # only memories matching it (a store search's filter)
 
     @classmethod
@@ -64,11 +52,8 @@ class RecallRequest:
            ) -> RecallRequest:
         """The request for ``recall``'s checked arguments (:func:`validation.recall_args`)
         at ``now``, with an optional filter."""
-        return cls(query=args.query, tenant=args.tenant, k=args.k, topic=args.topic,
-                   entity=args.entity, episode_k=args.episode_k, mode=args.mode,
-                   weights=args.weights, floor=args.floor, touch=args.touch,
-                   user_id=args.user_id, now=now, include_superseded=args.include_superseded,
-                   where=where)
+        checked = {f.name: getattr(args, f.name) for f in fields(RecallArgs)}
+        return cls(**checked, now=now, where=where)
 
 
 @dataclass(slots=True)
