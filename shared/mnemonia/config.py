@@ -200,6 +200,12 @@ class MnemoniaConfig:
         "enrichment run; below it, `skipped`. At most `immediate_threshold`."))
     related_threshold: float = key(0.6, Number(0, 1), (
         "Cosine at which ingest links a memory to a close neighbour by `related_to`."))
+    detect_updates: bool = key(True, Flag(), (
+        "Ingest records supersessions (a new value for what an older memory stated) and "
+        "contradictions by itself, with their evidence (DESIGN 5b; `engine.unsupersede` "
+        "undoes one)."))
+    update_threshold: float = key(0.6, Number(0, 1), (
+        "Confidence from which an automatic supersession or contradiction is recorded."))
     snapshot_size: int = key(10, Integer(1), "Memories in a snapshot (`limit=None`).")
     reevaluation_interval: float = key(600.0, SECONDS, "Seconds between two re-evaluations.")
     reevaluation_cooldown: float = key(reeval.DEFAULT_COOLDOWN.total_seconds(), Number(0), (

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemonia import updates
 from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
@@ -332,6 +333,7 @@ def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], state
                   if st == reeval.IMMEDIATE]
         if enrich:
             enrich_items(rt, conn, tenant, enrich, nowts)
+        updates.detect(rt, conn, tenant, list(zip(items, neighbours, strict=True)), nowts)
         return repo.memories.full_rows(conn, [p.id for p in items])
 
 

@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "mnemonia.runtime": 3, "mnemonia.caches": 3, "mnemonia.ranking": 3,
     "mnemonia.ingest": 4, "mnemonia.recall": 4, "mnemonia.keywords": 4, "mnemonia.lifecycle": 4,
     "mnemonia.transfer": 4, "mnemonia.consistency": 4, "mnemonia.maintenance": 4,
-    "mnemonia.items": 4,
+    "mnemonia.items": 4, "mnemonia.updates": 4,
     "mnemonia.inspection": 4,
     "mnemonia.engine": 5,
     "mnemonia.cli": 6, "mnemonia.mcp": 6, "mnemonia.ui": 6, "mnemonia": 6,

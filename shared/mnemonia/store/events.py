@@ -80,6 +80,19 @@ class Events:
                 e.memory_id.in_(chunk), e.tenant == tenant, e.event == event))]
         return out
 
+    def kept_apart(self, conn: Connection, tenant: str, ids: Sequence[str]
+                   ) -> set[frozenset[str]]:
+        """The pairs among ``ids``' supersessions that a user undid (either direction)."""
+        e = memory_events.c
+        out: set[frozenset[str]] = set()
+        for chunk in chunks(list(ids)):
+            for mid, after in conn.execute(sa.select(e.memory_id, e.after).where(
+                    e.memory_id.in_(chunk), e.tenant == tenant, e.event == "unsuperseded")):
+                other = json.loads(after or "{}").get("kept_apart")
+                if other:
+                    out.add(frozenset((mid, other)))
+        return out
+
     # -- access log --------------------------------------------------------------------
     def record_access(self, conn: Connection, tenant: str, hits: Sequence[tuple[str, float]],
                       *, k: int, user_id: str | None, at: float, growth: float,

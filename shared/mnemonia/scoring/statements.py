@@ -1,0 +1,461 @@
+"""What a statement says, and whether a newer one replaces an older one (DESIGN section 5b).
+
+A statement is read, without a model, into a *slot* and a *value*:
+
+* the **subject**: the speaker for a first-person statement ("I moved to Denver" said by Ana
+  is about Ana), else the person it names as its subject ("Rotir's car", "Rotir works at");
+* the **attribute**: a kind of fact from :data:`ATTRIBUTES` (home, employer, partner, a
+  favourite thing, a deadline, ...), each with its cardinality (``one`` value at a time, or
+  ``many``), or, for kinds not in the table, the statement's own content words with the
+  value left out (its *frame*);
+* the **values**: names, places, numbers, amounts, dates and codes it states, and the words
+  left over when two statements of the same frame are compared;
+* its **mode**: a question, a hypothetical or a past event states nothing current; a change
+  cue ("moved to", "switched to", "no longer", "instead of", "from ... to ...") says that a
+  value replaced another; an additive cue ("also", "too", "as well") that it did not; a
+  retraction ("I don't have a car anymore") withdraws a value without a new one; a negation
+  ("is not rate-limited") contradicts the same statement without it.
+
+:func:`decide` compares an older and a newer statement of the same tenant and answers
+``supersedes``, ``contradicts`` or nothing, with the evidence (the shared slot, both
+values, the cue, a confidence). Cardinality decides the bare restatements: a ``one``
+attribute is replaced by a new value, a ``many`` attribute never is, and an attribute of
+unknown cardinality only on an explicit change cue.
+
+Pure standard library, like the rest of :mod:`mnemonia.scoring`: no I/O, no time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from mnemonia.scoring.activation import STOP_WORDS
+from mnemonia.scoring.stemming import stem
+
+__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "decide", "query_slot"]
+
+ONE, MANY = "one", "many"
+
+# (attribute, cardinality, pattern over the lower-cased clause). The first that matches
+# names the attribute; specific kinds come before the general ones they overlap with.
+_ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
+    ("password", ONE, r"\bpassword\b|\bpasscode\b|\bwi-?fi\b"),
+    ("phone", ONE, r"\bphone\b|\bmobile\b|\b(?:phone|mobile|cell) number\b|\breach \w+ on\b"
+                   r"|\bcall \w+ on\b|\bnumber (?:changed|is)\b|\bmy number\b|\bnumber should\b"),
+    ("email", ONE, r"\be-?mail(?: address)?\b"),
+    ("deadline", ONE, r"\bdeadline\b|\bdue\b|\bpushed \w+ .*\bto\b"),
+    ("coverage", ONE, r"\bcoverage\b|\bcovered by tests\b"),
+    ("quota", ONE, r"\bquota\b|\brequests? (?:a|per) day\b|\bapi limit\b|\brate limit\b"),
+    ("word_target", ONE, r"\bwords? (?:a|per) week\b|\bword (?:target|goal|count goal)\b"
+                         r"|\bweekly (?:word )?(?:target|goal)\b"),
+    ("budget", ONE, r"\bbudget\b|\bspend (?:at most|up to)\b|\bspends? each month\b"
+                    r"|\bcan \w+ spend\b"),
+    ("salary", ONE, r"\bsalary\b|\bearns?\b|\bpaid\b"),
+    ("rent", ONE, r"\brent\b"),
+    ("gym", ONE, r"\bgym\b"),
+    ("team", ONE, r"\bteam\b"),
+    ("manager", ONE, r"\bmanager\b|\bboss\b|\breports? to\b|\bone-to-one with\b"
+                     r"|\bapproves \w+ leave\b|\bmanagers?\b"),
+    ("partner", ONE, r"\bpartner\b|\brelationship\b|\bdating\b|\bseeing\b|\bgirlfriend\b"
+                     r"|\bboyfriend\b|\bwife\b|\bhusband\b|\bmarried\b|\bsplit up\b"
+                     r"|\bbroke up\b|\bsingle\b|\btogether\b|\bdate night\b"),
+    ("leader", ONE, r"\bled by\b|\bleads?\b|\bheaded by\b|\bheads\b|\bin charge of\b"
+                    r"|\bceo\b|\bchair(?:ed)? by\b|\bmanaged by\b|\bowned by\b"),
+    ("os", ONE, r"\blaptop\b|\boperating system\b|\bos\b"),
+    ("language", MANY, r"\bspeaks?\b|\blanguages?\b|\bconversation in\b|\bget by in\b"
+                       r"|\bpicked up \w+ on top\b"),
+    ("allergy", MANY, r"\ballerg\w*"),
+    ("pet", MANY, r"\bpets?\b|\badopted\b|\banimals?\b|\bfeed\b|\bdog\b|\bcat\b"),
+    ("hobby", MANY, r"\bhobb\w*|\bfree time\b|\bfor fun\b|\btook up\b|\bclub\b"),
+    ("music", MANY, r"\bmusic\b|\blisten\w*\b|\bgenres?\b|\bplaylist\b"),
+    ("food", MANY, r"\bfood\b|\bdish\w*|\beat\w*\b|\brestaurant\b|\bcraving\b|\bcuisine\b"),
+    ("car", ONE, r"\bcar\b|\bcars\b|\bdrives?\b|\bdriving\b|\bdrove\b|\bcar-free\b"),
+    ("job", ONE, r"\bjob title\b|\bwork(?:s|ing)? as (?:a|an)\b|\bfor a living\b|\bcareers?\b"
+                 r"|\bpromoted\b|\brole\b|\bprofession\b|\boccupation\b|\bjob\b(?! at)"
+                 r"|^(?:i'm|i am|\w+ is) (?:a|an) \w+(?: \w+)?\.?$|\bnow (?:a|an)\b"
+                 r"|\bofficially (?:a|an)\b|\bbecome (?:a|an)\b"),
+    ("employer", ONE, r"\bwork(?:s|ing|ed)? (?:at|for)\b|\bemployed\b|\bemployer\b"
+                      r"|\bjoined\b|\bjob at\b|\bcompany\b|\bquit\b|\bbetween jobs\b"
+                      r"|\bnot working\b|\bjob\b|\bcv\b|\bfirst day at\b|\bwork at\b"),
+    ("home", ONE, r"\blive[sd]?\b|\bliving\b|\bbased in\b|\bhome\b|\bmoved to\b|\bmove\b"
+                  r"|\bmoving\b|\brelocat\w*|\bsettled\b|\breside\w*|\baddress\b|\bcity\b"),
+    ("likes", MANY, r"\blikes?\b|\bloves?\b|\benjoys?\b|\bfan of\b|\binto\b"),
+    ("visited", MANY, r"\bvisited\b|\bbeen to\b|\btravel\w*\b|\btrip\b"),
+    ("friend", MANY, r"\bfriends?\b"),
+    ("owns", MANY, r"\bown\b|\bowns\b|\bhave (?:a|an|two|three)\b|\bhas (?:a|an|two|three)\b"),
+)
+ATTRIBUTES: tuple[tuple[str, str, re.Pattern[str]], ...] = tuple(
+    (name, card, re.compile(pattern)) for name, card, pattern in _ATTRIBUTE_TABLE)
+"""``(attribute, cardinality, pattern)``: the kinds of fact whose cardinality is known."""
+
+_FAVOURITE = re.compile(r"\bfavou?rite (\w+)|\bmore than any other (\w+)"
+                        r"|\bwhich (\w+) (?:do|does) \w+ like best\b")
+
+# Words that name another thing of the same kind: "my office's wifi password" is not "the wifi
+# password at my place", "my dream car" is not "my car". A slot with one of these that the
+# other statement lacks is another slot.
+_QUALIFIER = re.compile(
+    r"\b(?:office|work (?:landline|desktop|phone|email|laptop|number|address|computer)"
+    r"|desktop|server|landline|emergency|dream|company|van|side gig|side|yearly|annual|travel"
+    r"|visa|dentist|appointment|renewal|client|mentor|landlord|flatmate|best friend|school"
+    r"|thesis|subscribers|newsletter|tickets|cpu|piano|grocery|shopping|volunteers?"
+    r"|originally|ex|former|previous|sister|brother|mother|father|mum|mom|dad|son|daughter"
+    r"|kids?|child)\b")
+"""Words that name another thing of the same kind: "the wifi password at my office" is not
+"the wifi password at my place", "my dream car" is not "my car". A slot with one of these
+that the other statement lacks is another slot."""
+
+# The complement of a copula, for values no pattern types ("I'm a nurse", "my favourite
+# colour is mint green"): up to three words after it, up to a stop or cue word.
+_COMPLEMENT = re.compile(
+    r"(?:\b(?:is|are|am|be|become|as|it's|i'm|he's|she's|they're)|'s|'m)"
+    r"\s+(?:now\s+|officially\s+|still\s+|currently\s+)?(?:a\s+|an\s+|the\s+)?"
+    r"([a-z][a-z-]*(?:\s+[a-z][a-z-]*){0,2})")
+_OBJECT = re.compile(r"\b(?:love|loves|like|likes|enjoy|enjoys)\s+([a-z][a-z-]*(?:\s+[a-z][a-z-]*)"
+                     r"{0,1})\s+more than\b|\b([a-z][a-z-]*(?:\s+[a-z][a-z-]*)?)\s+is\s+"
+                     r"(?:my|\w+'s|his|her|their)\s+favou?rite\b")
+
+_CHANGE = re.compile(
+    r"\b(?:moved to|moved (?:my|his|her|their|our|\w+'s) [\w ]{0,30}?(?:to|from)|moved from"
+    r"|moving to|relocated|switched(?: \w+)? to|switched|changed to|changed|change"
+    r"|instead of|no longer|not \w+ anymore|anymore|any more|used to|from [\w$.,%' -]{1,40}? to"
+    r"|now|these days|since (?:the|may|june|july|then|last)|update:|updated?|actually"
+    r"|new|newly|got promoted|promoted|joined|left|quit|sold|replaced|reset|raised|lowered"
+    r"|increased|decreased|cut|adjusted|went from|has now reached|now reached|pushed|is gone"
+    r"|split up|broke up|starting (?:this|next|today)|as of|officially|just settled|over)\b")
+_ADDITIVE = re.compile(r"\b(?:also|too|as well|on top of|besides|alongside|in addition"
+                       r"|another|added|both)\b")
+_RETRACT = re.compile(
+    r"\b(?:no longer|not \w+ (?:anywhere|anyone|anything)|(?:don't|doesn't|do not|does not)"
+    r" (?:have|own|work|live|drive) [\w ]{0,30}?(?:anymore|any more)|anymore|any more"
+    r"|between jobs|single now|car-free|quit|stopped|cancelled|canceled|broke up|split up"
+    r"|not (?:seeing|working|dating) \w+|sold the)\b")
+_HYPOTHETICAL = re.compile(
+    r"\b(?:might|maybe|perhaps|would|could|if|thinking about|thinking of|considering"
+    r"|tempted|someday|some day|one day|plan to|planning|hope|hopes|hoping|want to|wants to"
+    r"|would like|dream|should)\b|'d\b")
+_PAST = re.compile(r"\b(?:last (?:year|week|weekend|month|summer|spring|winter|autumn|night)"
+                   r"|years ago|yesterday|back in|in college|as a kid|once|was \w+ when"
+                   r"|visited|spent|interviewed|internship|shadowed|test-drove|rented|tried"
+                   r"|wore|painted|submitted|wrote|used \d|skipped|had lunch|had dinner"
+                   r"|went on|worked under|worked as|called)\b")
+_NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b")
+_FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us)\b")
+_POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)(?:'s|’s)\b")
+_NAME = re.compile(r"\b(?:[A-Z]|[a-z]+[A-Z])[\w'’-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'’-]*)*")
+_NUMBER = re.compile(
+    r"(?:[$€£]\s?)?\d[\d,.]*(?:\s?(?:%|k\b|m\b))?(?:\s\d{2,4})*(?:\s(?:words?|requests?|km|kg"
+    r"|miles?|hours?|minutes?|days?|weeks?|months?|years?|percent|dollars|euros|pounds))?")
+_CODE = re.compile(r"\b[a-z]+(?:-[a-z0-9]+)+\b|\b\w*\d\w*\b")
+_MONTH = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+_DATE = re.compile(r"\b(?:" + "|".join(_MONTH) + r")\s+\d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}"
+                   r"(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTH) + r")\b|\b\d{4}-\d{2}-\d{2}\b")
+_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b")
+_SPLIT = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*")
+# Sentence openers that are capitalised but name nothing.
+_OPENERS = frozenset((
+    "update", "actually", "home", "since", "starting", "can", "could", "what", "how", "any",
+    "remind", "help", "write", "maybe", "if", "turns", "these", "besides", "on", "one", "test",
+    "coverage", "the", "my", "our", "your", "his", "her", "their", "is", "do", "does", "should",
+    "who", "which", "where", "when", "why", "will", "would", "i", "i'm", "i've", "i'd", "we",
+    "we're", "we've", "please", "yes", "no", "ok", "okay", "so", "and", "but", "also",
+    "starting", "only", "it", "it's", "that", "that's", "there", "there's", "they", "she",
+    "he", "you", "a", "an", "in", "at", "for", "to", "from", "with", "after", "before",
+    "today", "tonight", "yesterday", "tomorrow", "hey", "hi", "hello", "thanks", "sure",
+    "well", "oh", "wow", "great", "good", "nice", "here", "let's", "give", "explain", "did",
+    "have", "has", "had", "am", "are", "was", "were", "not", "just", "now", "then", "still",
+    "wifi", "api", "mobile", "phone", "rent", "internet", "parking", "petrol", "our", "lots",
+    "deadlines", "performance", "wedding", "spam", "writer's", "packing", "groceries",
+    "there", "some", "every", "each", "all", "most", "many", "much", "more", "less",
+))
+_CALENDAR = frozenset((*_MONTH, "monday", "tuesday", "wednesday", "thursday", "friday",
+                       "saturday", "sunday", "mondays", "tuesdays", "wednesdays", "thursdays",
+                       "fridays", "saturdays", "sundays"))
+_LED = re.compile(r"\b(?:leads|heads|runs|manages|chairs)\s+((?:[A-Z][\w-]*\s?)+)"
+                  r"|((?:[A-Z][\w-]*\s?)+?)\s+is\s+(?:now\s+)?(?:led|headed|run|managed|chaired)"
+                  r"\s+by\b")
+_PRONOUNS = frozenset(("i", "i'm", "i've", "i'd", "i'll"))
+_NOT_VALUES = frozenset(
+    [
+        "based", "living", "moving", "thinking", "considering", "tempted", "single", "free",
+        "over", "sure", "fine", "here", "there", "ok", "okay", "good", "great", "busy", "tired",
+        "allergic", "employed", "dating", "seeing", "working", "aiming", "officially", "going",
+        "getting", "trying", "done", "back", "able", "happy", "sorry", "glad", "afraid", "in",
+        "on", "at", "with", "for",
+    ])
+_CUE_WORDS = frozenset(
+    [
+        "moved", "move", "moving", "relocated", "switched", "changed", "change", "instead",
+        "longer", "anymore", "any", "used", "now", "these", "days", "since", "update",
+        "updated", "actually", "new", "newly", "promoted", "joined", "left", "quit", "sold",
+        "replaced", "reset", "raised", "lowered", "increased", "decreased", "cut", "adjusted",
+        "went", "reached", "pushed", "gone", "officially", "starting", "over", "also", "too",
+        "well", "top", "besides", "alongside", "addition", "another", "added", "both", "not",
+        "no", "never", "don't", "doesn't", "isn't", "aren't", "won't", "can't", "just",
+        "recently", "lately",
+    ])
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One clause read for :func:`decide` (see the module docstring)."""
+
+    subject: str
+    """``self:<speaker>`` for first person, ``name:<name>`` for a named subject, or ``""``."""
+    attribute: str | None
+    cardinality: str | None
+    frame: frozenset[str]
+    """Content stems with values, the subject, cues and stop words left out."""
+    values: frozenset[str]
+    """Normalised typed values: names, numbers, amounts, dates, weekdays, codes."""
+    words: frozenset[str]
+    """Every content stem of the clause (values included)."""
+    qualifiers: frozenset[str]
+    cue: str | None
+    additive: bool
+    retraction: bool
+    negated: bool
+    asserts: bool
+    """False for questions, hypotheticals and past events: they state nothing current."""
+    text: str = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`decide` found: ``kind`` is ``supersedes`` or ``contradicts``."""
+
+    kind: str
+    confidence: float
+    slot: str
+    old_value: str
+    new_value: str
+    cue: str | None
+    reason: str
+
+    def evidence(self) -> dict[str, object]:
+        """The JSON-safe evidence kept in the event history."""
+        return {"automatic": True, "kind": self.kind, "slot": self.slot,
+                "old_value": self.old_value, "new_value": self.new_value, "cue": self.cue,
+                "confidence": round(self.confidence, 3), "reason": self.reason}
+
+
+def _names(clause: str) -> list[str]:
+    found = []
+    for m in _NAME.finditer(clause):
+        words = m.group(0).split()
+        at_start = m.start() == 0
+        while words and (words[0].lower().strip("'’") in _PRONOUNS or (at_start
+                         and words[0].lower().strip("'’") in _OPENERS)):
+            words, at_start = words[1:], False
+        if words:
+            found.append(" ".join(words).lower().removesuffix("'s").removesuffix("’s"))
+    return found
+
+
+def _stems(words: list[str]) -> set[str]:
+    return {stem(w.strip("'’")) for w in words if w not in STOP_WORDS and len(w) > 1
+            and w.split("'")[0] not in STOP_WORDS and not w.endswith("n't")}
+
+
+@lru_cache(maxsize=65536)
+def analyse(text: str, speaker: str | None = None) -> tuple[Statement, ...]:
+    """Each clause of ``text`` (said by ``speaker``) as a :class:`Statement`."""
+    clauses = [c.strip() for c in _SPLIT.split(text.strip()) if c.strip()]
+    out = [_clause(c, speaker, text) for c in clauses]
+    if len(out) > 1 and any(c.endswith("?") for c in clauses) and any(
+            s.asserts for s, c in zip(out, clauses, strict=True) if not c.endswith("?")):
+        # a request that states a fact ("How do I set up a printer on Fedora? The laptop
+        # has it now"): the value may sit in the question, the statement in another clause
+        whole = _clause(" ".join(c.rstrip("?") + ("," if c.endswith("?") else "")
+                                 for c in clauses), speaker, text, requests=True)
+        out.append(whole)
+    return tuple(out)
+
+
+def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = False
+            ) -> Statement:
+    low = clause.lower().replace("’", "'")
+    question = clause.rstrip().endswith("?")
+    names = [n for n in _names(clause) if n not in _CALENDAR]
+    possessive = [m.group(1).lower() for m in _POSSESSIVE.finditer(clause)
+                  if m.group(1).lower() not in _OPENERS]
+    first = bool(_FIRST.search(low))
+    lead = re.sub(r"^(?:actually|update|so|well|also|oh|and|but|now)\W+", "", low)
+    subject_name: str | None = None
+    if possessive:
+        subject_name = possessive[0]
+    elif re.match(r"^(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|me)\b|^\w+ and i\b", lead):
+        pass
+    elif (names and lead.startswith(names[0])) or (not first and names):
+        subject_name = names[0]
+    if subject_name is not None:
+        subject = f"name:{subject_name}"
+    elif first:
+        subject = f"self:{(speaker or '').strip().lower()}"
+    else:
+        subject = ""
+    values: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    for rx in (_DATE, _NUMBER):
+        for m in rx.finditer(low):
+            v = m.group(0).strip(" ,.")
+            if any(ch.isdigit() for ch in v):
+                values.add(re.sub(r"[\s,]", "", v))
+                spans.append(m.span())
+    for m in _WEEKDAY.finditer(low):
+        values.add(m.group(1))
+        spans.append(m.span())
+    for m in _CODE.finditer(low):
+        if not any(a <= m.start() < b for a, b in spans):
+            values.add(m.group(0))
+    subject_words = set(subject_name.split()) if subject_name else set()
+    for n in names:
+        if n != subject_name and n not in subject_words:
+            values.add(n)
+    led = _LED.search(clause)
+    if led:  # "Lee Chen leads Project Atlas": the slot is Project Atlas's leader
+        lead_name = (led.group(1) or led.group(2)).strip().lower()
+        subject, subject_name = f"name:{lead_name}", lead_name
+        values = {v for v in values if v != lead_name}
+        values |= {n for n in names if n != lead_name}
+    masked = low
+    for v in sorted(values, key=len, reverse=True):
+        if not v.isdigit() and len(v) > 2 and v in masked:
+            masked = masked.replace(v, " ")
+    attribute, cardinality = None, None
+    fav = _FAVOURITE.search(low)
+    if fav:
+        noun = next(g for g in fav.groups() if g)
+        attribute, cardinality = f"favourite {noun}", ONE
+    else:
+        for name, card, pattern in ATTRIBUTES:
+            if pattern.search(masked):
+                attribute, cardinality = name, card
+                break
+    if not values or (attribute is not None and attribute.startswith("favourite")):
+        values |= _complements(low, attribute)
+    words = _WORD.findall(low)
+    all_stems = _stems(words)
+    value_words = {w for v in values for w in _WORD.findall(v)}
+    frame = _stems([w for w in words if w not in value_words and w not in subject_words
+                    and not any(ch.isdigit() for ch in w)
+                    and w.removesuffix("'s") not in subject_words and w not in _CUE_WORDS])
+    cue_match = _CHANGE.search(low)
+    asserts = requests or (not question and not _HYPOTHETICAL.search(low) and not (
+        _PAST.search(low) and not cue_match))
+    qualifiers = frozenset(m.group(0) for m in _QUALIFIER.finditer(masked))
+    return Statement(
+        subject=subject, attribute=attribute, cardinality=cardinality, frame=frozenset(frame),
+        values=frozenset(values), words=frozenset(all_stems), qualifiers=qualifiers,
+        cue=cue_match.group(0) if cue_match else None,
+        additive=bool(_ADDITIVE.search(low)), retraction=bool(_RETRACT.search(low)),
+        negated=bool(_NEGATION.search(low)), asserts=asserts, text=text)
+
+
+def _complements(low: str, attribute: str | None) -> set[str]:
+    """Untyped values: the object of a favourite, or a copula's complement."""
+    found = set()
+    for m in _OBJECT.finditer(low):
+        found.add(next(g for g in m.groups() if g))
+    if not found:
+        for m in _COMPLEMENT.finditer(low):
+            kept: list[str] = []
+            for w in m.group(1).split():
+                if not kept and w in ("not", "never", "no"):
+                    continue
+                if w in STOP_WORDS or w in _CUE_WORDS or w in _NOT_VALUES:
+                    break
+                kept.append(w)
+            if kept:
+                found.add(" ".join(kept))
+    if attribute is not None:
+        noun = attribute.removeprefix("favourite ")
+        found = {v for v in found if v != noun and not v.startswith(noun + " ")}
+    return found
+
+
+def _mentions(s: Statement, value: str) -> bool:
+    low = s.text.lower().replace("’", "'")
+    return value in low or value in {re.sub(r"[\s,]", "", v) for v in s.values}
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decision | None:
+    """Whether ``new`` (the later statement) supersedes or contradicts ``old``.
+
+    Both must be about the same subject and the same slot (the same attribute, no qualifier
+    on one side only; or, for an attribute not in :data:`ATTRIBUTES`, frames of Jaccard 0.5
+    or more). Then: a retraction of the slot supersedes; a new value supersedes a ``one``
+    attribute, or any attribute with a change cue, unless ``new`` is additive; the same
+    value negated on one side only contradicts. ``None`` when the confidence is under
+    ``threshold``."""
+    if not old.subject or old.subject != new.subject or not old.asserts or not new.asserts:
+        return None
+    if old.qualifiers != new.qualifiers or not old.values:
+        return None
+    if not new.values and not new.retraction and not new.negated:
+        return None
+    if not new.cue and len(new.frame - old.frame) > 2:
+        return None  # much more said than a restatement of the slot: another statement
+    if old.attribute is not None and old.attribute == new.attribute:
+        slot, match, card = old.attribute, 1.0, old.cardinality
+    elif old.attribute is None or new.attribute is None or old.attribute.startswith(
+            "favourite") != new.attribute.startswith("favourite"):
+        j = _jaccard(old.frame, new.frame) if old.frame or new.frame else 1.0
+        if j < 0.5 or ((old.frame or new.frame) and not (old.frame & new.frame)):
+            return None
+        slot, match, card = " ".join(sorted(old.frame & new.frame)), j, None
+        if old.attribute is not None and old.attribute == new.attribute:
+            card = old.cardinality
+    else:
+        return None
+    subject = old.subject.split(":", 1)[1] or "the speaker"
+    where = f"{subject} / {slot}"
+    old_only = old.values - new.values
+    retired = sorted(v for v in old.values if _mentions(new, v))
+    cue = new.cue
+    if new.negated != old.negated and not new.retraction and not cue and (
+            old.values == new.values):
+        conf = 0.6 + 0.4 * match
+        if conf < threshold:
+            return None
+        return Decision("contradicts", conf, where, ", ".join(sorted(old.values)) or "yes",
+                        ", ".join(sorted(new.values)) or "no", None,
+                        "the same statement negated")
+    if new.additive or (card == MANY and not (new.retraction and retired)):
+        return None
+    if new.retraction and (not new.values - old.values or retired):
+        conf = 0.5 + 0.3 * match + (0.2 if card == ONE else 0.0)
+        reason = "a retraction of the slot"
+    else:
+        new_values = new.values - old.values
+        if old.values and new.values and not old_only and not retired:
+            return None  # the same value restated
+        if not new_values and not (old.words - new.words - old.frame):
+            return None
+        if card != ONE and not cue:
+            return None  # unknown cardinality: only an explicit change cue replaces
+        conf = 0.35 + 0.35 * match + (0.2 if cue else 0.0) + (0.1 if retired else 0.0) + (
+            0.1 if card == ONE else 0.0)
+        reason = "a new value" + (f" with the cue '{cue}'" if cue else "")
+    conf = min(1.0, conf)
+    if conf < threshold:
+        return None
+    return Decision("supersedes", conf, where, ", ".join(sorted(old.values)) or old.text,
+                    ", ".join(sorted(new.values - old.values)) or new.text, cue, reason)
+
+
+def query_slot(text: str) -> tuple[str, str | None] | None:
+    """``(subject, attribute)`` a question asks about (subjects as in :class:`Statement`,
+    first person as ``self:``), or None when it names no known attribute."""
+    for s in analyse(text, None):
+        if s.attribute is not None:
+            return s.subject, s.attribute
+    return None

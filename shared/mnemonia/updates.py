@@ -1,0 +1,140 @@
+"""Knowledge updates: a new memory that states a new value for what an older memory of the
+same tenant stated supersedes it, with no LLM (DESIGN section 5b).
+
+:func:`detect` runs inside ingest's write transaction, for every new memory (whatever the
+gatekeeper's state): its candidates are the memories the vector index already found
+nearest to it at ingest, plus the keyword index's best matches for the values it names
+(never a scan of the tenant). Each candidate pair is read by
+:func:`mnemonia.scoring.statements.decide` in the order of the memories' own time
+(``at``), not of insertion: importing an older statement after a newer one supersedes the
+older one. The decision is an event with its evidence (the slot, both values, the cue, the
+confidence); a pair the user kept apart (``engine.unsupersede``) is never decided again.
+Nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from mnemonia import validation as check
+from mnemonia.runtime import Runtime
+from mnemonia.scoring import statements
+from mnemonia.validation import PreparedMemory
+
+__all__ = ["KEYWORD_CANDIDATES", "detect", "judge"]
+
+log = logging.getLogger("mnemonia.updates")
+
+KEYWORD_CANDIDATES = 8
+"""Keyword-index matches on a new memory's values read as candidates, beside its vector
+neighbours."""
+
+Near = list[tuple[str, float]]
+
+
+def judge(old_text: str, old_speaker: str | None, new_text: str, new_speaker: str | None,
+          threshold: float) -> statements.Decision | None:
+    """The most confident decision over the clause pairs of two memories (``old`` the
+    earlier), or None."""
+    best: statements.Decision | None = None
+    for a in statements.analyse(old_text, old_speaker):
+        for b in statements.analyse(new_text, new_speaker):
+            d = statements.decide(a, b, threshold=threshold)
+            if d is not None and (best is None or d.confidence > best.confidence):
+                best = d
+    return best
+
+
+def _value_words(p: PreparedMemory) -> list[str]:
+    words: list[str] = []
+    for s in statements.analyse(p.text, p.metadata.get("speaker")):
+        for v in sorted(s.values):
+            words += [w for w in v.split() if len(w) > 2]
+    return list(dict.fromkeys(words))
+
+
+def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMemory, Near]],
+           nowts: float) -> int:
+    """Supersessions and contradictions between new memories and their candidates (other
+    new ones of the batch included); returns the decisions recorded."""
+    cfg = rt.config
+    if not cfg.detect_updates or not items:
+        return 0
+    new = {p.id: p for p, _ in items}
+    cands: dict[str, set[str]] = {}
+    for p, near in items:
+        ids = {o for o, _ in near if o != p.id}
+        words = _value_words(p)
+        if words:
+            ids.update(o for o, _ in rt.sql.keywords.keyword_search(
+                conn, tenant, words, KEYWORD_CANDIDATES) if o != p.id)
+        cands[p.id] = ids
+    wanted = sorted({o for ids in cands.values() for o in ids} - set(new))
+    rows = rt.sql.memories.rows(conn, tenant, wanted) if wanted else {}
+    kept_apart = rt.sql.events.kept_apart(conn, tenant, sorted({*new, *wanted}))
+
+    def facts(mid: str) -> tuple[str, str | None, float, str | None] | None:
+        if mid in new:
+            p = new[mid]
+            return p.text, p.metadata.get("speaker"), p.at, None
+        r = rows.get(mid)
+        if r is None or r.deleted_at is not None or r.kind == "concept":
+            return None
+        return r.text, check.row_speaker(r), float(r.created_at), r.superseded_by
+
+    decided = 0
+    superseded: dict[str, tuple[str, float]] = {}
+    done: set[frozenset[str]] = set()
+    for p, _ in items:
+        for other in sorted(cands[p.id]):
+            pair = frozenset((p.id, other))
+            if pair in done or pair in kept_apart:
+                continue
+            done.add(pair)
+            a, b = facts(p.id), facts(other)
+            if a is None or b is None:
+                continue
+            # the earlier statement is the old one; equal times keep insertion order
+            (old_id, old), (new_id, nw) = sorted(
+                ((p.id, a), (other, b)),
+                key=lambda t: (t[1][2], 0 if t[0] != p.id else 1))
+            d = judge(old[0], old[1], nw[0], nw[1], cfg.update_threshold)
+            if d is None:
+                continue
+            if d.kind == "contradicts":
+                rt.sql.graph.upsert_relation(conn, tenant, new_id, old_id, "contradicts",
+                                             min(1.0, d.confidence), nowts)
+                rt.sql.events.event(conn, tenant, new_id, "contradiction", nowts, None,
+                                    {"contradicts": old_id, "evidence": d.evidence()})
+                decided += 1
+                continue
+            at_new = nw[2]
+            current = superseded.get(old_id)
+            if old[3] is not None and current is None:
+                # already superseded: a nearer newer version takes its place (any order of
+                # adding gives the same chain); a later one leaves it as it is
+                then = facts(old[3]) if old[3] in rows or old[3] in new else None
+                if then is None or then[2] <= at_new:
+                    continue
+            elif current is not None and current[1] <= at_new:
+                continue
+            superseded[old_id] = (new_id, at_new)
+            _supersede(rt, conn, tenant, old_id, new_id, nowts, d)
+            decided += 1
+    if decided:
+        log.info("updates tenant=%s decided=%d", tenant, decided)
+    return decided
+
+
+def _supersede(rt: Runtime, conn: Any, tenant: str, old_id: str, new_id: str, nowts: float,
+               d: statements.Decision) -> None:
+    rt.sql.graph.upsert_relation(conn, tenant, new_id, old_id, "supersedes", 1.0, nowts)
+    before = rt.sql.memories.row(conn, tenant, old_id).superseded_by
+    rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
+    rt.sql.events.event(conn, tenant, old_id, "superseded", nowts,
+                        {"superseded_by": before},
+                        {"superseded_by": new_id, "evidence": d.evidence()})
+    log.debug("superseded %s by %s: %s", old_id, new_id, json.dumps(d.evidence()))
