@@ -122,17 +122,16 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
             elif current is not None and current[1] <= at_new:
                 continue
             superseded[old_id] = (new_id, at_new)
-            _supersede(rt, conn, tenant, old_id, new_id, nowts, d)
+            _supersede(rt, conn, tenant, old_id, new_id, old[3], nowts, d)
             decided += 1
     if decided:
         log.info("updates tenant=%s decided=%d", tenant, decided)
     return decided
 
 
-def _supersede(rt: Runtime, conn: Any, tenant: str, old_id: str, new_id: str, nowts: float,
-               d: statements.Decision) -> None:
+def _supersede(rt: Runtime, conn: Any, tenant: str, old_id: str, new_id: str,
+               before: str | None, nowts: float, d: statements.Decision) -> None:
     rt.sql.graph.upsert_relation(conn, tenant, new_id, old_id, "supersedes", 1.0, nowts)
-    before = rt.sql.memories.row(conn, tenant, old_id).superseded_by
     rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
     rt.sql.events.event(conn, tenant, old_id, "superseded", nowts,
                         {"superseded_by": before},

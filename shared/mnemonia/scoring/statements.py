@@ -76,7 +76,7 @@ _ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
                  r"|\bpromoted\b|\brole\b|\bprofession\b|\boccupation\b|\bjob\b(?! at)"
                  r"|^(?:i'm|i am|\w+ is) (?:a|an) \w+(?: \w+)?\.?$|\bnow (?:a|an)\b"
                  r"|\bofficially (?:a|an)\b|\bbecome (?:a|an)\b"),
-    ("employer", ONE, r"\bwork(?:s|ing|ed)? (?:at|for)\b|\bemployed\b|\bemployer\b"
+    ("employer", ONE, r"\bwork(?:s|ing|ed)? (?:at|for)\b|\bemployed\b|\bemployer\b|\bjobs\b"
                       r"|\bjoined\b|\bjob at\b|\bcompany\b|\bquit\b|\bbetween jobs\b"
                       r"|\bnot working\b|\bjob\b|\bcv\b|\bfirst day at\b|\bwork at\b"),
     ("home", ONE, r"\blive[sd]?\b|\bliving\b|\bbased in\b|\bhome\b|\bmoved to\b|\bmove\b"
@@ -290,8 +290,10 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
         subject_name = possessive[0]
     elif re.match(r"^(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|me)\b|^\w+ and i\b", lead):
         pass
-    elif (names and lead.startswith(names[0])) or (not first and names):
-        subject_name = names[0]
+    elif names and (lead.startswith(names[0]) or (not first and not re.search(
+            r"\b(?:is|are|was|were|be|to|by|from|at|in|on)\s+(?:now\s+)?"
+            + re.escape(names[0]), low))):
+        subject_name = names[0]  # "Remind Rotir to pack": a name, not a stated value
     if subject_name is not None:
         subject = f"name:{subject_name}"
     elif first:
@@ -303,7 +305,7 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     for rx in (_DATE, _NUMBER):
         for m in rx.finditer(low):
             v = m.group(0).strip(" ,.")
-            if any(ch.isdigit() for ch in v):
+            if any(ch.isdigit() for ch in v) and not any(a <= m.start() < b for a, b in spans):
                 values.add(re.sub(r"[\s,]", "", v))
                 spans.append(m.span())
     for m in _WEEKDAY.finditer(low):
@@ -396,7 +398,7 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
     attribute, or any attribute with a change cue, unless ``new`` is additive; the same
     value negated on one side only contradicts. ``None`` when the confidence is under
     ``threshold``."""
-    if not old.subject or old.subject != new.subject or not old.asserts or not new.asserts:
+    if old.subject != new.subject or not old.asserts or not new.asserts:
         return None
     if old.qualifiers != new.qualifiers or not old.values:
         return None
@@ -416,7 +418,7 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
             card = old.cardinality
     else:
         return None
-    subject = old.subject.split(":", 1)[1] or "the speaker"
+    subject = old.subject.split(":", 1)[1] if old.subject else "-"
     where = f"{subject} / {slot}"
     old_only = old.values - new.values
     retired = sorted(v for v in old.values if _mentions(new, v))

@@ -1,0 +1,213 @@
+"""Knowledge updates (issue 34, DESIGN 5b): statements read without a model, and the
+supersessions ingest records by itself, in the memories' own time order."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia.embeddings import HashingEmbedder
+from mnemonia.scoring import statements
+from mnemonia.updates import judge
+
+
+def _judge(old: str, new: str, old_speaker: str = "Ana", new_speaker: str = "Ana"
+           ) -> statements.Decision | None:
+    return judge(old, old_speaker, new, new_speaker, 0.6)
+
+
+@pytest.mark.parametrize(("old", "new", "cue"), [
+    ("Project Atlas is led by Dana Park.", "Lee Chen leads Project Atlas now.", "now"),
+    ("My budget is $300.", "I've raised my budget to $500.", "raised"),
+    ("I live in Boston.", "I moved to Denver last month.", "moved to"),
+    ("My favourite colour is blue.", "My favourite colour is green.", None),
+    ("I work at Acme.", "I switched jobs, I'm with Globex now.", "switched"),
+    ("The deadline for the grant report is March 3.", "The deadline for the grant report is "
+     "April 9.", None),
+    ("I drive a Honda Civic.", "I used to drive a Honda Civic, now it's a Ford Focus.",
+     "used to"),
+    ("I use Linux on my laptop.", "I use macOS on my laptop.", None),
+])
+def test_a_new_value_for_the_same_slot_supersedes(old: str, new: str, cue: str | None) -> None:
+    d = _judge(old, new)
+    assert d is not None and d.kind == "supersedes", (old, new)
+    assert d.cue == cue
+    assert d.confidence >= 0.6
+    ev = d.evidence()
+    assert ev["automatic"] is True and ev["slot"] and ev["old_value"] and ev["new_value"]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I work at Acme.", "I no longer work at Acme."),
+    ("I drive a Honda Civic.", "I don't have a car anymore."),
+    ("I'm in a relationship with Sam.", "Sam and I broke up; I'm single now."),
+])
+def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None:
+    d = _judge(old, new)
+    assert d is not None and d.kind == "supersedes" and "retraction" in d.reason
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I like jazz.", "I like rock."),  # many values
+    ("I speak Dutch.", "I speak Greek."),
+    ("I'm allergic to peanuts.", "I'm allergic to sesame."),
+    ("I have a dog.", "We adopted a cat as well."),
+    ("I live in Boston.", "I might move to Denver next year."),  # hypothetical
+    ("I live in Boston.", "Do you think I should move to Denver?"),  # a question
+    ("I live in Boston.", "I visited Denver in May."),  # a past event
+    ("I live in Boston.", "I work in Denver."),  # another attribute
+    ("My phone number is 0833 681 8037.", "My work landline is 0152 590 3155."),  # qualifier
+    ("My laptop fan is so loud.", "I use Linux on my laptop."),  # no value stated before
+    ("I live in Boston.", "I live in Boston."),  # the same value
+])
+def test_what_must_not_supersede(old: str, new: str) -> None:
+    d = _judge(old, new)
+    assert d is None or d.kind != "supersedes", (old, new, d)
+
+
+def test_first_person_statements_are_about_their_speaker() -> None:
+    assert _judge("I live in Boston.", "I moved to Denver.", "Ana", "Bo") is None
+    assert _judge("I live in Boston.", "I moved to Denver.", "Ana", "Ana") is not None
+    # a third party named by anyone is the same subject
+    assert _judge("Rotir lives in Ghent.", "Rotir moved to Turin.", "Ana", "Bo") is not None
+    assert _judge("Rotir lives in Ghent.", "Mapun moved to Turin.", "Ana", "Ana") is None
+
+
+def test_a_negation_of_the_same_statement_contradicts() -> None:
+    d = _judge("The API is rate-limited.", "The API is not rate-limited.")
+    assert d is not None and d.kind == "contradicts"
+
+
+def test_unknown_cardinality_needs_an_explicit_cue() -> None:
+    # a kind of fact the table does not know: only a change cue replaces its value
+    assert _judge("The build server is Jenkins.", "The build server is Drone.") is None
+    d = _judge("The build server is Jenkins.", "The build server is Drone now, instead of "
+               "Jenkins.")
+    assert d is not None and d.kind == "supersedes"
+
+
+# -------------------------------------------------------------------------- the engine
+def _open(path: Path, clock: ManualClock, **keys: object) -> MemoryEngine:
+    cfg = dataclasses.replace(MnemoniaConfig.load(env={}, maintenance="manual"), **keys)
+    return MemoryEngine.open(path, config=cfg, clock=clock, embedder=HashingEmbedder())
+
+
+def _history(clock: ManualClock) -> list[dict[str, object]]:
+    t0 = clock.now() - timedelta(days=1)
+    texts = ["I live in Boston.", "The printer jammed again.", "I like jazz.",
+             "I moved to Denver last month.", "I like rock.", "My budget is $300.",
+             "I've raised my budget to $500.", "Actually I live in Austin now, not Denver."]
+    return [{"id": f"m{i}", "text": t, "speaker": "Ana", "at": t0 + timedelta(hours=i)}
+            for i, t in enumerate(texts)]
+
+
+def _superseded(engine: MemoryEngine) -> dict[str, str | None]:
+    return {m.id: m.superseded_by for m in engine.list(tenant="t", limit=100)}
+
+
+def test_ingest_supersedes_by_itself_and_keeps_the_evidence(
+        tmp_path: Path, clock: ManualClock) -> None:
+    engine = _open(tmp_path / "s", clock)
+    try:
+        for item in _history(clock):
+            engine.add_many([item], tenant="t")
+        sup = _superseded(engine)
+        assert sup == {"m0": "m3", "m1": None, "m2": None, "m3": "m7", "m4": None,
+                       "m5": "m6", "m6": None, "m7": None}
+        event = [e for e in engine.history("m0", tenant="t") if e.event == "superseded"][-1]
+        evidence = event.after["evidence"]
+        assert evidence["cue"] == "moved to" and evidence["old_value"] == "boston"
+        assert evidence["new_value"] == "denver" and evidence["automatic"] is True
+        assert "m0" not in {h.memory.id for h in engine.recall("where do I live", tenant="t",
+                                                                 k=8, min_activation=0)}
+        shown = engine.recall("where do I live", tenant="t", k=8, min_activation=0,
+                              include_superseded=True)
+        assert {h.memory.id: h.superseded_by for h in shown}.get("m0") == "m3"
+        assert engine.get("m0", tenant="t").text == "I live in Boston."  # nothing deleted
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("order", ["reversed", "shuffled", "one batch"])
+def test_any_order_of_adding_gives_the_same_result(tmp_path: Path, clock: ManualClock,
+                                                   order: str) -> None:
+    items = _history(clock)
+    expected = {"m0": "m3", "m1": None, "m2": None, "m3": "m7", "m4": None, "m5": "m6",
+                "m6": None, "m7": None}
+    engine = _open(tmp_path / order.replace(" ", "_"), clock)
+    try:
+        if order == "one batch":
+            engine.add_many(list(reversed(items)), tenant="t")
+        else:
+            seq = list(reversed(items)) if order == "reversed" else [
+                items[i] for i in (4, 7, 0, 6, 2, 5, 3, 1)]
+            for item in seq:
+                engine.add_many([item], tenant="t")
+        assert _superseded(engine) == expected
+    finally:
+        engine.close()
+
+
+def test_an_old_history_imported_after_a_newer_fact_does_not_supersede_it(
+        tmp_path: Path, clock: ManualClock) -> None:
+    engine = _open(tmp_path / "s", clock)
+    try:
+        now = clock.now()
+        engine.add("I moved to Denver last month.", tenant="t", speaker="Ana", id="new",
+                   at=now)
+        engine.add("I live in Boston.", tenant="t", speaker="Ana", id="old",
+                   at=now - timedelta(days=400))
+        assert engine.get("new", tenant="t").superseded_by is None
+        assert engine.get("old", tenant="t").superseded_by == "new"
+    finally:
+        engine.close()
+
+
+def test_detection_can_be_turned_off(tmp_path: Path, clock: ManualClock) -> None:
+    engine = _open(tmp_path / "s", clock, detect_updates=False)
+    try:
+        for item in _history(clock):
+            engine.add_many([item], tenant="t")
+        assert set(_superseded(engine).values()) == {None}
+    finally:
+        engine.close()
+
+
+def test_other_speakers_and_tenants_are_left_alone(tmp_path: Path, clock: ManualClock) -> None:
+    engine = _open(tmp_path / "s", clock)
+    try:
+        a = engine.add("I live in Boston.", tenant="t", speaker="Ana")
+        b = engine.add("I live in Boston.", tenant="u", speaker="Ana")
+        clock.advance(timedelta(hours=1))
+        engine.add("I moved to Denver.", tenant="t", speaker="Bo")
+        assert engine.get(a.id, tenant="t").superseded_by is None
+        engine.add("I moved to Denver.", tenant="t", speaker="Ana")
+        assert engine.get(a.id, tenant="t").superseded_by is not None
+        assert engine.get(b.id, tenant="u").superseded_by is None
+    finally:
+        engine.close()
+
+
+def test_a_contradiction_is_recorded_on_both(tmp_path: Path, clock: ManualClock) -> None:
+    engine = _open(tmp_path / "s", clock)
+    try:
+        a = engine.add("The API is rate-limited.", tenant="t")
+        clock.advance(timedelta(hours=1))
+        b = engine.add("The API is not rate-limited.", tenant="t")
+        hits = {h.memory.id: h for h in engine.recall("is the API rate-limited", tenant="t",
+                                                      k=5, min_activation=0)}
+        assert a.id in hits[b.id].contradictions and b.id in hits[a.id].contradictions
+        assert engine.get(a.id, tenant="t").superseded_by is None
+    finally:
+        engine.close()
+
+
+def test_many_pairs_read_with_one_cache(tmp_path: Path) -> None:
+    """The analysis of a text is cached: reading it twice gives the same object."""
+    assert statements.analyse("I live in Boston.", "Ana") is statements.analyse(
+        "I live in Boston.", "Ana")
+    assert list(itertools.islice(statements.ATTRIBUTES, 1))
