@@ -211,3 +211,24 @@ def test_many_pairs_read_with_one_cache(tmp_path: Path) -> None:
     assert statements.analyse("I live in Boston.", "Ana") is statements.analyse(
         "I live in Boston.", "Ana")
     assert list(itertools.islice(statements.ATTRIBUTES, 1))
+
+
+def test_a_question_about_the_old_value_still_finds_it(tmp_path: Path,
+                                                       clock: ManualClock) -> None:
+    assert statements.asks_about_past("Where did I live before Denver?")
+    assert statements.asks_about_past("What was my old phone number?")
+    assert not statements.asks_about_past("Where do I live?")
+    engine = _open(tmp_path / "s", clock)
+    try:
+        old = engine.add("I live in Boston.", tenant="t", speaker="Ana")
+        clock.advance(timedelta(hours=1))
+        new = engine.add("I moved to Denver last month.", tenant="t", speaker="Ana")
+        assert engine.get(old.id, tenant="t").superseded_by == new.id
+        now = {h.memory.id for h in engine.recall("Where do I live?", tenant="t", k=5,
+                                                  min_activation=0)}
+        assert old.id not in now
+        before = {h.memory.id: h for h in engine.recall("Where did I live before Denver?",
+                                                        tenant="t", k=5, min_activation=0)}
+        assert before[old.id].superseded_by == new.id
+    finally:
+        engine.close()

@@ -23,6 +23,7 @@ from mnemonia.keywords import KeywordQuery
 from mnemonia.recall.keywords import relevance
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
+from mnemonia.scoring.statements import asks_about_past
 from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
 from mnemonia.store.statements import SqlCondition
@@ -53,6 +54,9 @@ class RecallRequest(RecallArgs):
         """The request for ``recall``'s checked arguments (:func:`validation.recall_args`)
         at ``now``, with an optional filter."""
         checked = {f.name: getattr(args, f.name) for f in fields(RecallArgs)}
+        # a question about an old value ("where did I live before Denver?") may need the
+        # superseded version: it is shown too, marked SUPERSEDED BY
+        checked["include_superseded"] = args.include_superseded or asks_about_past(args.query)
         return cls(**checked, now=now, where=where)
 
 

@@ -34,7 +34,8 @@ from functools import lru_cache
 from mnemonia.scoring.activation import STOP_WORDS
 from mnemonia.scoring.stemming import stem
 
-__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "decide", "query_slot"]
+__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide",
+           "query_slot"]
 
 ONE, MANY = "one", "many"
 
@@ -452,6 +453,19 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
         return None
     return Decision("supersedes", conf, where, ", ".join(sorted(old.values)) or old.text,
                     ", ".join(sorted(new.values - old.values)) or new.text, cue, reason)
+
+
+_PAST_QUERY = re.compile(
+    r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|earlier|originally|no longer"
+    r"|anymore|any more|back then|in the past|old|older)\b"
+    r"|\b(?:did|had) (?:i|we|you|he|she|they|\w+) (?:live|work|drive|report to|date|own)\b")
+
+
+def asks_about_past(query: str) -> bool:
+    """Whether a question asks for a value that may since have been replaced ("where did I
+    live before Denver?", "what was my old number?"): recall then shows superseded
+    memories too, each marked ``SUPERSEDED BY``."""
+    return bool(_PAST_QUERY.search(query.lower()))
 
 
 def query_slot(text: str) -> tuple[str, str | None] | None:
