@@ -239,3 +239,29 @@ def test_a_large_family_of_duplicates_is_one_concept(engine: MemoryEngine) -> No
     assert all(engine.get(m.id, tenant="t").consolidated_into == concept.id for m in mems)
     # 300 texts, two distinct sentences: each kept once
     assert concept.text in ("OK thanks. ok, thanks!", "ok, thanks! OK thanks")
+
+
+def test_two_versions_of_one_fact_are_never_merged(engine: MemoryEngine) -> None:
+    """Issue 34 point 2: "X is A" and "X is B" (Jaccard 0.78) stay apart, with or without a
+    supersession between them; restatements of one value still merge."""
+    same = "The shared build server for the whole project is Jenkins"
+    other = "The shared build server for the whole project is Drone"
+    ids = [m.id for m in engine.add_many([{"text": same}, {"text": same + "."},
+                                          {"text": other}], tenant="t")]
+    engine.consolidate(tenant="t")
+    merged = {i: engine.get(i, tenant="t").consolidated_into for i in ids}
+    assert merged[ids[0]] is not None and merged[ids[0]] == merged[ids[1]]
+    assert merged[ids[2]] is None
+    concept = engine.get(merged[ids[0]], tenant="t")
+    assert "Drone" not in concept.text
+
+
+def test_a_superseded_memory_is_not_consolidated(engine: MemoryEngine) -> None:
+    a = engine.add("My monthly budget for groceries and rent is $1,500 in total", tenant="t")
+    b = engine.add("My monthly budget for groceries and rent is $1,500 in total!", tenant="t")
+    c = engine.add("Update: my monthly budget for groceries and rent is $2,000 in total now",
+                   tenant="t")
+    engine.supersede(a.id, c.id, tenant="t")
+    engine.consolidate(tenant="t")
+    assert engine.get(a.id, tenant="t").consolidated_into is None
+    assert engine.get(b.id, tenant="t").superseded_by is not None  # detected at ingest

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia import ingest
+from mnemonia import validation as check
 from mnemonia.caches import Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import InvalidInputError, shown
@@ -25,6 +26,7 @@ from mnemonia.ranking import priority_of, weights
 from mnemonia.runtime import Runtime, Summariser
 from mnemonia.scoring import consolidation as cons
 from mnemonia.scoring import reevaluation as reeval
+from mnemonia.scoring import statements
 from mnemonia.store.statements import chunks
 from mnemonia.validation import prepare_many
 
@@ -235,7 +237,22 @@ def _groups(rt: Runtime, rows: list[Any], now: datetime
     groups = cons.group(items, threshold=cfg.consolidation_threshold,
                         min_group=cfg.consolidation_min_group,
                         candidates=_Candidates(set_of, members, similar))
-    return [list(g) for g in groups], row_by_id, candidate_pairs, verified
+    kept = [g for g in (_one_version_each(list(grp), row_by_id) for grp in groups)
+            if len(g) >= cfg.consolidation_min_group]
+    return kept, row_by_id, candidate_pairs, verified
+
+
+def _one_version_each(group: list[str], rows: Mapping[str, Any]) -> list[str]:
+    """``group`` without the members that state another value for a slot an earlier member
+    fills ("X is A" and "X is B" stay apart: a concept never holds two versions of a fact)."""
+    kept: list[str] = []
+    for mid in group:
+        mine = statements.analyse(rows[mid].text, check.row_speaker(rows[mid]))
+        if not any(statements.differs(a, b) for other in kept
+                   for a in statements.analyse(rows[other].text, check.row_speaker(rows[other]))
+                   for b in mine):
+            kept.append(mid)
+    return kept
 
 
 def consolidate(rt: Runtime, *, tenant: str,
@@ -259,8 +276,8 @@ def consolidate(rt: Runtime, *, tenant: str,
     with rt.reading() as conn:
         rows = rt.sql.memories.active_rows(conn, tenant, (
             "id", "seq", "text", "importance", "created_at", "accessed_at", "access_count",
-            "stability", "state", "topic", "entities", "kind"),
-            unconsolidated=True, not_kind="concept")
+            "stability", "state", "topic", "entities", "kind", "metadata"),
+            unconsolidated=True, unsuperseded=True, not_kind="concept")
     groups, row_by_id, candidate_pairs, verified = _groups(rt, rows, now)
     created: list[str] = []
     consolidated = 0

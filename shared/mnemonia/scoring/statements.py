@@ -34,7 +34,7 @@ from functools import lru_cache
 from mnemonia.scoring.activation import STOP_WORDS
 from mnemonia.scoring.stemming import stem
 
-__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide",
+__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide", "differs",
            "query_slot"]
 
 ONE, MANY = "one", "many"
@@ -390,6 +390,30 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
+    """``(slot, match, cardinality)`` when ``a`` and ``b`` fill the same slot, else None."""
+    if a.attribute is not None and a.attribute == b.attribute:
+        return a.attribute, 1.0, a.cardinality
+    if a.attribute is None or b.attribute is None or a.attribute.startswith(
+            "favourite") != b.attribute.startswith("favourite"):
+        j = _jaccard(a.frame, b.frame) if a.frame or b.frame else 1.0
+        if j < 0.5 or ((a.frame or b.frame) and not (a.frame & b.frame)):
+            return None
+        return " ".join(sorted(a.frame & b.frame)), j, None
+    return None
+
+
+def differs(a: Statement, b: Statement) -> bool:
+    """Whether ``a`` and ``b`` state different values for the same slot of the same subject
+    (a slot not known to hold many values): consolidation never merges such a pair, so a
+    concept never holds two versions of one fact."""
+    if a.subject != b.subject or a.qualifiers != b.qualifiers or not a.asserts or not b.asserts:
+        return False
+    found = _slot(a, b)
+    return (found is not None and found[2] != MANY and bool(a.values - b.values)
+            and bool(b.values - a.values))
+
+
 def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decision | None:
     """Whether ``new`` (the later statement) supersedes or contradicts ``old``.
 
@@ -407,18 +431,10 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
         return None
     if not new.cue and len(new.frame - old.frame) > 2:
         return None  # much more said than a restatement of the slot: another statement
-    if old.attribute is not None and old.attribute == new.attribute:
-        slot, match, card = old.attribute, 1.0, old.cardinality
-    elif old.attribute is None or new.attribute is None or old.attribute.startswith(
-            "favourite") != new.attribute.startswith("favourite"):
-        j = _jaccard(old.frame, new.frame) if old.frame or new.frame else 1.0
-        if j < 0.5 or ((old.frame or new.frame) and not (old.frame & new.frame)):
-            return None
-        slot, match, card = " ".join(sorted(old.frame & new.frame)), j, None
-        if old.attribute is not None and old.attribute == new.attribute:
-            card = old.cardinality
-    else:
+    found = _slot(old, new)
+    if found is None:
         return None
+    slot, match, card = found
     subject = old.subject.split(":", 1)[1] if old.subject else "-"
     where = f"{subject} / {slot}"
     old_only = old.values - new.values
