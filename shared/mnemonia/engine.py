@@ -333,6 +333,18 @@ class MemoryEngine:
         carries a ``supersedes`` link to it. Returns the old memory."""
         return lifecycle.supersede(self._rt, check.tenant(tenant), old_id, new_id)
 
+    def unsupersede(self, old_id: str, *, tenant: str) -> Memory:
+        """Undo the supersession of ``old_id`` (made by :meth:`supersede` or detected at
+        ingest): it comes back to recall, the ``supersedes`` link to it goes, an
+        ``unsuperseded`` event records the pair, and that pair is never superseded
+        automatically again. Returns the memory.
+
+        Raises:
+            MemoryNotFoundError: No memory ``old_id`` in ``tenant``.
+            InvalidInputError: The memory is not superseded (nothing is written).
+        """
+        return lifecycle.unsupersede(self._rt, check.tenant(tenant), old_id)
+
     def forget(self, memory_id: str, *, tenant: str, hard: bool = False) -> None:
         """Soft-delete (restorable) or, with ``hard=True``, remove vector, rows and logs."""
         lifecycle.forget(self._rt, check.tenant(tenant), memory_id, hard=hard)

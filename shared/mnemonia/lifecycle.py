@@ -1,5 +1,5 @@
 """Reads and edits of stored memories: get, list, history, relations and stats; feedback (one
-SM-2 review), relate, supersede, forget, restore, pin and metadata updates; and
+SM-2 review), relate, supersede and unsupersede, forget, restore, pin and metadata updates; and
 :func:`review_update`, the one SM-2 + utility review update that ``feedback`` and the review
 job share.
 """
@@ -14,14 +14,16 @@ from typing import Any
 from mnemonia import validation as check
 from mnemonia.caches import Changes
 from mnemonia.clock import from_ts, to_ts
-from mnemonia.errors import InvalidInputError, MemoryDeletedError
+from mnemonia.errors import InvalidInputError, MemoryDeletedError, MemoryNotFoundError
 from mnemonia.models import Event, Memory, Relation
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import sm2
+from mnemonia.store.database import Connection
 
 __all__ = ["feedback", "forget", "get", "history", "list_memories", "pin", "purge", "relate",
-           "relations", "restore", "review_update", "stats", "supersede", "update_metadata"]
+           "relations", "restore", "review_update", "stats", "supersede", "supersede_in",
+           "unsupersede", "update_metadata"]
 
 
 def review_update(state: sm2.SM2State, utility: float, quality: int, now: datetime
@@ -91,18 +93,99 @@ def relate(rt: Runtime, tenant: str, src: str, dst: str, rel_type: str,
                     created_at=now)
 
 
-def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str) -> Memory:
-    """Mark ``old_id`` as superseded by ``new_id``; returns the old memory."""
+def supersede(rt: Runtime, tenant: str, old_id: str, new_id: str, *,
+              evidence: Mapping[str, Any] | None = None) -> Memory:
+    """Mark ``old_id`` as superseded by ``new_id`` (in one transaction, see
+    :func:`supersede_in`); returns the old memory.
+
+    Args:
+        rt: The open store.
+        tenant: Whose memories.
+        old_id: The memory that leaves recall.
+        new_id: The memory that carries the ``supersedes`` link to it.
+        evidence: Why, as a JSON-safe dict (e.g. the detector's ``automatic``, ``frame``,
+            ``old_value``, ``new_value``, ``cue``, ``confidence``); kept in the
+            ``superseded`` event as ``after["evidence"]``. ``None`` (a call by hand) keeps
+            none.
+    """
     check.memory_id(old_id, "old_id")
     check.memory_id(new_id, "new_id")
+    now = rt.now()
+    # all the tenant's kept links, as relate drops them
+    with rt.writing(Changes(tenant=tenant, relations=True)) as conn:
+        supersede_in(rt, conn, tenant, old_id, new_id, now, evidence)
+        return rt.sql.memories.memory(conn, tenant, old_id)
+
+
+def supersede_in(rt: Runtime, conn: Connection, tenant: str, old_id: str, new_id: str,
+                 now: datetime, evidence: Mapping[str, Any] | None = None) -> None:
+    """:func:`supersede` inside a write transaction the caller holds (``conn``, e.g. ingest's,
+    where ``new_id``, and ``old_id`` too for a memory of the same batch, may still be pending):
+    the ``supersedes`` relation ``new_id -> old_id`` (strength 1.0) is added or updated,
+    ``old_id.superseded_by`` set, and one ``superseded`` event written on ``old_id`` with
+    the previous ``superseded_by`` before and, after, the new one and ``evidence`` (if any).
+
+    Every check comes before the first write, so a refusal writes nothing:
+    :class:`InvalidInputError` for the same id twice or ``evidence`` that is not a JSON-safe
+    dict, :class:`MemoryNotFoundError` for an id of no memory of ``tenant`` (another
+    tenant's included, in the same words), :class:`MemoryDeletedError` for a forgotten one.
+
+    Recall's caches: the relation write reports the two memories (their kept links are
+    dropped); the caller's write scope must declare the tenant's memories or relations
+    changed when it ends (ingest's ``Changes(tenant=..., memories=True)`` does), which drops
+    them again after the commit.
+    """
     if old_id == new_id:
         raise InvalidInputError(f"a memory cannot supersede itself (id {old_id!r})")
-    relate(rt, tenant, new_id, old_id, "supersedes", 1.0)
+    proof = None if evidence is None else check.evidence(
+        evidence, max_bytes=rt.config.max_metadata_bytes,
+        max_depth=rt.config.max_metadata_depth)
+    rows = {r.id: r for r in rt.sql.memories.full_rows(conn, [old_id, new_id])}
+    for mid in (old_id, new_id):
+        r = rows.get(mid)
+        if r is None or r.tenant != tenant or r.status == "deleting":
+            # another tenant's id is answered like a missing one: no leak
+            raise MemoryNotFoundError(f"no memory with id {mid!r} in tenant {tenant!r}")
+        if r.deleted_at is not None:
+            raise MemoryDeletedError(
+                f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
+                f"(engine.restore({mid!r}, tenant={tenant!r})) to supersede with it")
+    at = to_ts(now)
+    rt.sql.graph.upsert_relation(conn, tenant, new_id, old_id, "supersedes", 1.0, at)
+    rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
+    after: dict[str, Any] = {"superseded_by": new_id}
+    if proof is not None:
+        after["evidence"] = proof
+    rt.sql.events.event(conn, tenant, old_id, "superseded", at,
+                        {"superseded_by": rows[old_id].superseded_by}, after)
+
+
+def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
+    """Undo the supersession of ``old_id`` (by hand or detected): ``superseded_by`` is cleared,
+    the ``supersedes`` relation from the memory that superseded it is removed, and one
+    ``unsuperseded`` event is written on ``old_id`` (before ``{"superseded_by": new_id}``,
+    after ``{"superseded_by": None, "kept_apart": new_id}``). The memory comes back to recall
+    (a forgotten one stays forgotten), and the pair is never superseded automatically again,
+    either way round (:meth:`~mnemonia.store.events.Events.kept_apart`). Returns the memory.
+
+    Refused, with nothing written: :class:`MemoryNotFoundError` for an id of no memory of
+    ``tenant`` (another tenant's included), :class:`InvalidInputError` for a memory that is
+    not superseded.
+    """
+    check.memory_id(old_id, "old_id")
     now = rt.now()
-    with rt.writing() as conn:
-        rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
-        rt.sql.events.event(conn, tenant, old_id, "superseded", to_ts(now), {"superseded_by": None},
-                            {"superseded_by": new_id})
+    with rt.writing(Changes(tenant=tenant, relations=True)) as conn:
+        row = rt.sql.memories.row(conn, tenant, old_id)
+        new_id = row.superseded_by
+        if new_id is None:
+            raise InvalidInputError(
+                f"memory {old_id!r} in tenant {tenant!r} is not superseded; unsupersede "
+                "undoes a supersession (engine.supersede, or one detected at ingest)")
+        rt.sql.graph.delete_relation(conn, tenant, new_id, old_id, "supersedes")
+        rt.sql.memories.update_memory(conn, old_id, superseded_by=None)
+        rt.sql.events.event(conn, tenant, old_id, "unsuperseded", to_ts(now),
+                            {"superseded_by": new_id},
+                            {"superseded_by": None, "kept_apart": new_id})
         return rt.sql.memories.memory(conn, tenant, old_id)
 
 

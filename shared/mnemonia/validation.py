@@ -49,6 +49,7 @@ __all__ = [
     "boolean",
     "callable_or_none",
     "entities",
+    "evidence",
     "finite_unit",
     "item_filter",
     "item_key",
@@ -228,23 +229,33 @@ def _too_deep_or_big(value: Any, max_depth: int, max_nodes: int) -> str | None:
 
 
 def json_safe(value: Mapping[str, Any], *, max_bytes: int = MAX_METADATA_BYTES,
-              max_depth: int = MAX_METADATA_DEPTH) -> dict[str, Any]:
+              max_depth: int = MAX_METADATA_DEPTH, name: str = "metadata") -> dict[str, Any]:
     """A JSON round trip of ``value`` (no NaN, valid Unicode, at most ``max_bytes`` of UTF-8
-    JSON nested at most ``max_depth`` deep), or :class:`InvalidInputError`."""
+    JSON nested at most ``max_depth`` deep), or :class:`InvalidInputError` (its message names
+    the value ``name``)."""
     problem = _too_deep_or_big(value, max_depth, max_bytes)
     if problem:
-        raise InvalidInputError(f"metadata {problem}")
+        raise InvalidInputError(f"{name} {problem}")
     try:
         dumped = json.dumps(dict(value), allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"metadata is not JSON-safe: {e}") from e
-    unicode(dumped, "metadata (as JSON)")
+        raise InvalidInputError(f"{name} is not JSON-safe: {e}") from e
+    unicode(dumped, f"{name} (as JSON)")
     size = len(dumped.encode("utf-8"))
     if size > max_bytes:
-        raise InvalidInputError(f"metadata is {size} bytes as JSON; the maximum is {max_bytes} "
+        raise InvalidInputError(f"{name} is {size} bytes as JSON; the maximum is {max_bytes} "
                                 "(config max_metadata_bytes)")
     out: dict[str, Any] = json.loads(dumped)
     return out
+
+
+def evidence(value: Any, *, max_bytes: int = MAX_METADATA_BYTES,
+             max_depth: int = MAX_METADATA_DEPTH) -> dict[str, Any]:
+    """A JSON-safe copy of a supersession's evidence dict, within the metadata limits, or
+    :class:`InvalidInputError`."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"evidence={shown(value)}: must be a dict (JSON-safe) or None")
+    return json_safe(value, max_bytes=max_bytes, max_depth=max_depth, name="evidence")
 
 
 def metadata_patch(value: Any, *, max_bytes: int = MAX_METADATA_BYTES,

@@ -92,6 +92,10 @@ CASES: list[tuple[str, type[MnemoniaError], str, Callable[[MemoryEngine, dict[st
      lambda e, i: e.relate(i["d"], i["a"], "implies", tenant="alice")),
     ("supersede a deleted memory", MemoryDeletedError, "is deleted",
      lambda e, i: e.supersede(i["d"], i["a"], tenant="alice")),
+    ("unsupersede a memory not superseded", InvalidInputError, "is not superseded",
+     lambda e, i: e.unsupersede(i["a"], tenant="alice")),
+    ("unsupersede another tenant's memory", MemoryNotFoundError, "in tenant 'alice'",
+     lambda e, i: e.unsupersede(i["c"], tenant="alice")),
     ("relation to itself", InvalidInputError, "itself",
      lambda e, i: e.relate(i["a"], i["a"], "implies", tenant="alice")),
     ("strength 0", InvalidStrengthError, "0",
@@ -180,6 +184,8 @@ CASES: list[tuple[str, type[MnemoniaError], str, Callable[[MemoryEngine, dict[st
                         at=datetime.max.replace(tzinfo=timezone(timedelta(hours=-14))))),
     ("supersede with nested dicts as ids", InvalidInputError, "old_id=",
      lambda e, i: e.supersede(_nested(2000), _nested(2000), tenant="alice")),
+    ("unsupersede with a nested dict as id", InvalidInputError, "old_id=",
+     lambda e, i: e.unsupersede(_nested(2000), tenant="alice")),
     ("limit nested 2000 deep", InvalidInputError, "must be an integer",
      lambda e, i: e.snapshot("alice", limit=_nested(2000))),
 ]
@@ -218,7 +224,7 @@ def test_other_embedding_model_is_refused_with_a_hint(engine: MemoryEngine) -> N
 
 def test_no_cross_tenant_leak(engine: MemoryEngine, seeded: dict[str, str]) -> None:
     """An id of another tenant gets, word for word, the answer an unknown id gets (relate,
-    supersede, reads), and an explicit id another tenant holds is refused with the very words
+    supersede, unsupersede, reads), and an explicit id another tenant holds is refused with the very words
     of a clash inside the tenant (add and add_many with replace): nothing tells the caller
     that the id exists elsewhere, let alone where."""
     foreign, unknown = seeded["c"], "no-such-id"
@@ -238,6 +244,7 @@ def test_no_cross_tenant_leak(engine: MemoryEngine, seeded: dict[str, str]) -> N
     assert kind == "MemoryNotFoundError" and message == "no memory with id '<id>' in tenant 'alice'"
     answer(lambda x: engine.relate(x, seeded["a"], "implies", tenant="alice"))
     answer(lambda x: engine.supersede(x, seeded["a"], tenant="alice"))
+    answer(lambda x: engine.unsupersede(x, tenant="alice"))
     answer(lambda x: engine.get(x, tenant="alice"))
     answer(lambda x: engine.update_metadata(x, tenant="alice", metadata={"k": 1}))
 

@@ -40,8 +40,8 @@ TALLY: Counter[tuple[str, bool, str]] = Counter()
 """(method or command, any arbitrary value in the call, outcome) -> calls; the outcome is
 ``ok`` or ``typed`` (a typed error, nothing written); anything else fails the test."""
 
-ENGINE_EXAMPLES = 12  # per method: 23 methods
-CLI_EXAMPLES = 6  # per command: 10 commands
+ENGINE_EXAMPLES = 12  # per method: 25 methods
+CLI_EXAMPLES = 6  # per command: 11 commands
 
 FUZZ = settings(max_examples=ENGINE_EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -195,6 +195,7 @@ CALLS: dict[str, st.SearchStrategy[Any]] = {
     "relate": _call(ID, ID, _or_any("implies", "related_to", "supersedes"),
                     required={"tenant": TENANT}, optional={"strength": UNIT}),
     "supersede": _call(ID, ID, required={"tenant": TENANT}),
+    "unsupersede": _call(_or_any("@e", "@a", "@c", "nope"), required={"tenant": TENANT}),
     "forget": _call(ID, required={"tenant": TENANT}, optional={"hard": BOOL}),
     "restore": _call(ID, required={"tenant": TENANT}),
     "pin": _call(ID, required={"tenant": TENANT}, optional={"pinned": BOOL}),
@@ -261,10 +262,12 @@ def _seed(engine: MemoryEngine) -> dict[str, str]:
     b = engine.add("Alice drinks tea every morning", tenant="alice", session_id="s1")
     c = engine.add("Bob collects stamps", tenant="bob")
     d = engine.add("Alice once owned a cat", tenant="alice")
+    e = engine.add("Alice played the viola before", tenant="alice")
     engine.forget(d.id, tenant="alice")
     engine.relate(a.id, b.id, "related_to", tenant="alice")
+    engine.supersede(e.id, a.id, tenant="alice")
     engine.recall("violin", tenant="alice")
-    return {"@a": a.id, "@b": b.id, "@c": c.id, "@d": d.id}
+    return {"@a": a.id, "@b": b.id, "@c": c.id, "@d": d.id, "@e": e.id}
 
 
 def summary() -> list[str]:

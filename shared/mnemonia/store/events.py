@@ -82,14 +82,21 @@ class Events:
 
     def kept_apart(self, conn: Connection, tenant: str, ids: Sequence[str]
                    ) -> set[frozenset[str]]:
-        """The pairs among ``ids``' supersessions that a user undid (either direction)."""
+        """The pairs a user took apart (``unsupersede``) among the memories of ``ids``: one
+        ``{old, new}`` per ``unsuperseded`` event of a memory of ``ids``, whichever of the two
+        superseded the other then, so a pair is kept apart either way round. The event is on
+        the memory that was superseded: ask with both memories of each pair in question.
+        Read through the events' index by memory (``ix_memory_events_memory``): tenant and
+        event are compared as ``column || ''``, which no index serves, so SQLite does not
+        walk the tenant's events by kind (``ix_memory_events_kind``) instead."""
         e = memory_events.c
         out: set[frozenset[str]] = set()
-        for chunk in chunks(list(ids)):
+        for chunk in chunks(list(dict.fromkeys(ids))):
             for mid, after in conn.execute(sa.select(e.memory_id, e.after).where(
-                    e.memory_id.in_(chunk), e.tenant == tenant, e.event == "unsuperseded")):
-                other = json.loads(after or "{}").get("kept_apart")
-                if other:
+                    e.memory_id.in_(chunk), e.tenant.concat("") == tenant,
+                    e.event.concat("") == "unsuperseded")):
+                other = (json.loads(after) if after else {}).get("kept_apart")
+                if isinstance(other, str) and other != mid:
                     out.add(frozenset((mid, other)))
         return out
 

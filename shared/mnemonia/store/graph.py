@@ -142,6 +142,15 @@ class Graph:
                                                    type=rel_type, strength=strength,
                                                    created_at=at))
 
+    def delete_relation(self, conn: Connection, tenant: str, src: str, dst: str,
+                        rel_type: str) -> int:
+        """Remove the relation ``src -> dst`` of ``rel_type``; returns how many rows went
+        (0 or 1)."""
+        self.db.report(Changes(tenant=tenant, linked=frozenset((src, dst))))
+        r = relations.c
+        return int(conn.execute(relations.delete().where(
+            r.tenant == tenant, r.src == src, r.dst == dst, r.type == rel_type)).rowcount)
+
     def put_relations(self, conn: Connection, rows: Sequence[dict[str, Any]], *,
                       overwrite: bool) -> int:
         """Insert the ``relations`` rows not there yet; with ``overwrite`` the ones there get
