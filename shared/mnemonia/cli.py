@@ -1,6 +1,6 @@
-"""The ``mnemonia`` command line: add, recall, forget, restore, feedback, relate, stats,
-mcp (the MCP server), maintain, doctor, export, import, demo, bench and ui (the memory
-inspector).
+"""The ``mnemonia`` command line: add, recall, forget, restore, feedback, relate,
+unsupersede, stats, mcp (the MCP server), maintain, doctor, export, import, demo, bench and ui
+(the memory inspector).
 
 The store folder comes from ``--path`` (or ``MNEMONIA_PATH``; default ``./memory``).
 
@@ -172,6 +172,18 @@ def relate(src: str, dst: str, rel_type: str, path: PathOpt = Path("memory"),
     with _open(path) as engine:
         engine.relate(src, dst, rel_type, tenant=tenant, strength=strength)
     console.print(escape(f"{src} -{rel_type}-> {dst}"))
+
+
+@app.command()
+@user_errors()
+def unsupersede(old_id: str, path: PathOpt = Path("memory"),
+                tenant: TenantOpt = "default") -> None:
+    """Undo the supersession of OLD_ID: it comes back to recall, and the pair is never
+    superseded automatically again."""
+    with _open(path) as engine:
+        new_id = engine.get(old_id, tenant=tenant).superseded_by
+        engine.unsupersede(old_id, tenant=tenant)
+    console.print(escape(f"{old_id} is no longer superseded by {new_id} (kept apart)"))
 
 
 @app.command()

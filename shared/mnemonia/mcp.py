@@ -1,9 +1,9 @@
 """The MCP server: Mnemonia's memory as Model Context Protocol tools (``mnemonia mcp``).
 
 Thin over the engine, on the official ``mcp`` SDK (the ``mnemonia[mcp]`` extra): the tools
-``remember``, ``recall``, ``forget``, ``restore``, ``feedback``, ``relate`` and ``stats``,
-served over stdio (the default; stdout carries the protocol only, logs go to stderr) or
-streamable HTTP (``--http``, at ``http://HOST:PORT/mcp``).
+``remember``, ``recall``, ``forget``, ``restore``, ``feedback``, ``relate``, ``unsupersede``
+and ``stats``, served over stdio (the default; stdout carries the protocol only, logs go to
+stderr) or streamable HTTP (``--http``, at ``http://HOST:PORT/mcp``).
 
 Every tool takes a ``tenant``; without one it uses the server's default (``--tenant``), and
 with neither the call is a tool error that says so. A bad argument is a tool error
@@ -18,7 +18,7 @@ Example:
     >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder=HashingEmbedder(),
     ...                            maintenance="manual")
     >>> sorted(t.name for t in asyncio.run(build_server(engine, tenant="alice").list_tools()))
-    ['feedback', 'forget', 'recall', 'relate', 'remember', 'restore', 'stats']
+    ['feedback', 'forget', 'recall', 'relate', 'remember', 'restore', 'stats', 'unsupersede']
     >>> engine.close()
 """
 
@@ -191,6 +191,18 @@ class MnemoniaTools:
             "src": rel.src, "dst": rel.dst, "type": rel.type, "strength": rel.strength})
 
     @_tool_errors
+    def unsupersede(self, id: Annotated[str, Field(
+                        description="The id of a superseded memory (the older one).")],
+                    tenant: Tenant = None) -> CallToolResult:
+        """Undo a supersession that was wrong: the older memory comes back to recall, and the
+        two are never superseded automatically again."""
+        tenant = self._tenant(tenant)
+        new_id = self.engine.get(id, tenant=tenant).superseded_by
+        mem = self.engine.unsupersede(id, tenant=tenant)
+        return _result(f"{mem.id} is no longer superseded by {new_id} (kept apart)",
+                       {"memory": _memory(mem), "kept_apart": new_id})
+
+    @_tool_errors
     def stats(self, tenant: Tenant = None) -> CallToolResult:
         """Counts of the tenant's memories, states, relations and accesses."""
         data = self.engine.stats(self._tenant(tenant))
@@ -204,7 +216,7 @@ def build_server(engine: MemoryEngine, *, tenant: str | None = None) -> MCPServe
     server: MCPServer = MCPServer("mnemonia", instructions=INSTRUCTIONS,
                                   log_level="WARNING")
     for fn in (tools.remember, tools.recall, tools.forget, tools.restore, tools.feedback,
-               tools.relate, tools.stats):
+               tools.relate, tools.unsupersede, tools.stats):
         server.add_tool(fn, structured_output=False)
     return server
 

@@ -26,7 +26,7 @@ from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import MnemoniaError
 from mnemonia.mcp import build_server
 
-TOOLS = {"remember", "recall", "forget", "restore", "feedback", "relate", "stats"}
+TOOLS = {"remember", "recall", "forget", "restore", "feedback", "relate", "unsupersede", "stats"}
 
 
 def text_of(result: CallToolResult) -> str:
@@ -98,6 +98,28 @@ async def test_a_round_of_every_tool(engine: MemoryEngine) -> None:
     assert stats.structured_content["active"] == 2 and stats.structured_content["relations"]  # type: ignore[index]
 
 
+async def test_unsupersede_brings_a_memory_back_and_keeps_the_pair_apart(
+        engine: MemoryEngine) -> None:
+    old = engine.add("Alice's dentist appointment is on May 3", tenant="alice")
+    new = engine.add("Alice's dentist appointment moved to May 10", tenant="alice")
+    engine.supersede(old.id, new.id, tenant="alice")
+    async with Client(build_server(engine, tenant="alice")) as client:
+        hidden = await client.call_tool("recall", {"query": "when is the dentist", "k": 5})
+        undone = await client.call_tool("unsupersede", {"id": old.id})
+        shown = await client.call_tool("recall", {"query": "when is the dentist", "k": 5})
+        again = await client.call_tool("unsupersede", {"id": old.id})
+    assert old.id not in [h["id"] for h in hidden.structured_content["memories"]]  # type: ignore[index]
+    assert not undone.is_error, text_of(undone)
+    assert text_of(undone) == f"{old.id} is no longer superseded by {new.id} (kept apart)"
+    data: dict[str, Any] = undone.structured_content  # type: ignore[assignment]
+    assert data["kept_apart"] == new.id and data["memory"]["id"] == old.id
+    assert data["memory"]["superseded_by"] is None
+    assert old.id in [h["id"] for h in shown.structured_content["memories"]]  # type: ignore[index]
+    assert again.is_error and "is not superseded" in text_of(again)
+    assert [e.event for e in engine.history(old.id, tenant="alice")
+            if e.event != "recalled"][-1] == "unsuperseded"
+
+
 async def test_the_tenant_comes_from_the_call_or_the_server(engine: MemoryEngine) -> None:
     async with Client(build_server(engine, tenant="alice")) as client:
         await client.call_tool("remember", {"text": "Alice bakes sourdough"})
@@ -146,6 +168,9 @@ async def test_bad_arguments_are_tool_errors_with_the_engine_message(
          lambda: engine.feedback(mem.id, 9, tenant="alice")),
         ("relate", {"src": mem.id, "dst": mem.id, "relation": "loves"},
          lambda: engine.relate(mem.id, mem.id, "loves", tenant="alice")),
+        ("unsupersede", {"id": mem.id}, lambda: engine.unsupersede(mem.id, tenant="alice")),
+        ("unsupersede", {"id": "nope", "tenant": "bob"},
+         lambda: engine.unsupersede("nope", tenant="bob")),
     ]
     before = engine.stats()
     async with Client(build_server(engine, tenant="alice")) as client:

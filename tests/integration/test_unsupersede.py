@@ -1,8 +1,8 @@
 """Knowledge updates that are safe to be wrong (issue 34 point 5): a supersession keeps its
 evidence in its event, ``unsupersede`` undoes it (recall, relation, event), the pair is kept
-apart for good (``Events.kept_apart``, also across an export and import), and a supersession
-written inside ingest's transaction shows in the next recall. Real Chroma and SQLite, on the
-hashing embedder."""
+apart for good (``Events.kept_apart``, also across an export and import), a supersession
+written inside ingest's transaction shows in the next recall, and the CLI and MCP surfaces.
+Real Chroma and SQLite, on the hashing embedder (the CLI test on the bundled model)."""
 
 from __future__ import annotations
 
@@ -223,3 +223,28 @@ def test_a_pair_kept_apart_stays_apart_after_export_and_import(
         other.unsupersede(other_old, tenant=T)  # an imported supersession can be undone
         assert [r.type for r in other.relations(other_old, tenant=T)] == []
 
+
+# -- the command line ----------------------------------------------------------------------------
+@pytest.mark.integration
+def test_cli_unsupersede_prints_what_it_undid(tmp_path: Path, real_embedder: Any) -> None:
+    from mnemonia.cli import app
+    from typer.testing import CliRunner
+
+    store = tmp_path / "s"
+    with MemoryEngine.open(store, embedder=real_embedder, maintenance="manual") as engine:
+        old, new = _pair(engine, "fam")
+        engine.supersede(old, new, tenant="fam")
+    run = CliRunner().invoke
+    base = ["--path", str(store), "--tenant", "fam"]
+    out = run(app, ["unsupersede", old, *base], env={"COLUMNS": "200"})
+    assert out.exit_code == 0, out.output
+    assert out.output.strip() == f"{old} is no longer superseded by {new} (kept apart)"
+    again = run(app, ["unsupersede", old, *base], env={"COLUMNS": "200"})
+    assert again.exit_code == 2 and "is not superseded" in again.output
+    assert "Traceback" not in again.output
+    unknown = run(app, ["unsupersede", "nope", *base], env={"COLUMNS": "200"})
+    assert unknown.exit_code == 2 and "no memory with id 'nope' in tenant 'fam'" in unknown.output
+    with MemoryEngine.open(store, embedder=real_embedder, maintenance="manual") as engine:
+        assert engine.get(old, tenant="fam").superseded_by is None
+        assert _kept_apart(engine, [old, new], "fam") == {frozenset((old, new))}
+        assert old in _ids(engine, tenant="fam")

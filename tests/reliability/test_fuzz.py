@@ -41,7 +41,7 @@ TALLY: Counter[tuple[str, bool, str]] = Counter()
 ``ok`` or ``typed`` (a typed error, nothing written); anything else fails the test."""
 
 ENGINE_EXAMPLES = 12  # per method: 25 methods
-CLI_EXAMPLES = 6  # per command: 11 commands
+CLI_EXAMPLES = 6  # per command: 12 commands
 
 FUZZ = settings(max_examples=ENGINE_EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -394,6 +394,8 @@ def _cli_args(draw: Any, command: str, ids: dict[str, str], arbitrary: list[bool
     if command == "relate":
         return [text("@a", "@b", "@d"), text("@b", "@a", "@c"), text("implies", "loves"),
                 *options(**tenant, strength=("0.5", "2"))]
+    if command == "unsupersede":
+        return [text("@e", "@a", "@c", "nope"), *options(**tenant)]
     if command == "stats":
         return options(**tenant)
     if command == "maintain":
@@ -409,8 +411,8 @@ def _cli_args(draw: Any, command: str, ids: dict[str, str], arbitrary: list[bool
     raise AssertionError(command)
 
 
-CLI_COMMANDS = ("add", "recall", "forget", "restore", "feedback", "relate", "stats",
-                "maintain", "doctor", "demo", "bench")
+CLI_COMMANDS = ("add", "recall", "forget", "restore", "feedback", "relate", "unsupersede",
+                "stats", "maintain", "doctor", "demo", "bench")
 
 
 def test_every_cli_command_is_fuzzed() -> None:
