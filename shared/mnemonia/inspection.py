@@ -4,8 +4,8 @@ forgetting curve, SM-2 schedule, relations and history) and what it will forget 
 the next evictions).
 
 Every function takes the store's :class:`~mnemonia.runtime.Runtime` (``engine.runtime``) and
-only reads: the inspector's actions (pin, forget, restore) go through the engine's public
-methods. SQL stays in :mod:`mnemonia.store.repository`.
+only reads: the inspector's actions (pin, forget, restore, unsupersede) go through the
+engine's public methods. SQL stays in :mod:`mnemonia.store.repository`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["DELETED_CHOICES", "PAGE_SIZE", "STATE_CHOICES", "CurvePoint", "DueIt
            "FadingItem", "FadingList", "ForgettingCurve", "ListQuery", "MemoryDetail",
            "MemoryPage", "TenantSummary", "due", "fading", "forgetting_curve", "last_reports",
            "list_query", "memory_detail", "memory_page", "overview", "retention_now",
-           "review_schedule"]
+           "review_schedule", "supersession"]
 
 PAGE_SIZE = 50
 """Memories per page of the memory list."""
@@ -258,6 +258,7 @@ class MemoryDetail:
     uses: int = 0
     fails: int = 0
     superseded_by: Memory | None = None
+    supersession: Event | None = None  # the event that made the current supersession
     concept: Memory | None = None
     members: list[str] = field(default_factory=list)
 
@@ -287,7 +288,17 @@ def memory_detail(rt: Runtime, tenant: str, memory_id: str) -> MemoryDetail:
         due=sm2.is_due(mem.sm2, now), review_priority=sm2.priority(mem.sm2, now),
         uses=used.uses.get(memory_id, 0), fails=used.fails.get(memory_id, 0),
         superseded_by=neighbours.get(mem.superseded_by or ""),
+        supersession=supersession(history, mem.superseded_by),
         concept=neighbours.get(mem.consolidated_into or ""), members=members)
+
+
+def supersession(history: Sequence[Event], superseded_by: str | None) -> Event | None:
+    """The ``superseded`` event of ``history`` that made the memory superseded by
+    ``superseded_by`` (its ``after`` holds the ``evidence`` of a detected one), or ``None``."""
+    if superseded_by is None:
+        return None
+    return next((e for e in reversed(history) if e.event == "superseded"
+                 and (e.after or {}).get("superseded_by") == superseded_by), None)
 
 
 # -- what it will review and forget -------------------------------------------------------------

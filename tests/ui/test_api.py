@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from mnemonia import lifecycle
 from starlette.testclient import TestClient
 
-from tests.ui.store import SECRET, Store
+from tests.ui.store import SECRET, XSS_SCRIPT, Store
 
 
 def _all_pages(client: TestClient, url: str, **params: str) -> list[dict]:
@@ -169,6 +170,45 @@ def test_memory_detail_of_a_consolidated_and_a_superseded_memory(
     assert dup["memory"]["consolidated_into"] == concept
     members = client.get(f"/api/t/alice/memories/{concept}").json()["members"]
     assert store.ids["dup1"] in members
+
+
+def test_a_supersession_shows_its_evidence_and_the_page_undoes_it(
+        client: TestClient, store: Store) -> None:
+    engine, t = store.engine, "alice"
+    old = engine.add("Alice's car is a red Fiat", tenant=t).id
+    new = engine.add("Alice sold the Fiat and drives a blue Volvo now", tenant=t).id
+    evidence = {"automatic": True, "frame": "alice | car is <thing>", "cue": "now",
+                "old_value": XSS_SCRIPT, "new_value": "a blue Volvo", "confidence": 0.81}
+    lifecycle.supersede(engine.runtime, t, old, new, evidence=evidence)
+    body = client.get(f"/api/t/alice/memories/{old}").json()
+    assert body["supersession"]["superseded_by"] == new
+    assert body["supersession"]["evidence"] == evidence
+    assert client.get(f"/api/t/alice/memories/{new}").json()["supersession"] is None
+    page = client.get(f"/t/alice/memories/{old}").text
+    assert 'id="supersession-evidence"' in page and "with this evidence" in page
+    assert "<th>cue</th><td>now</td>" in page and "<th>confidence</th><td>0.81</td>" in page
+    assert XSS_SCRIPT not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    by_hand = client.get(f"/t/alice/memories/{store.ids['old_plan']}").text
+    assert "marked by hand" in by_hand and "supersession-evidence" not in by_hand
+    assert f'action="/t/alice/memories/{store.ids["old_plan"]}/unsupersede"' in by_hand
+    assert "/unsupersede" not in client.get(f"/t/alice/memories/{new}").text
+
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert csrf is not None
+    r = client.post(f"/t/alice/memories/{old}/unsupersede", data={"csrf": csrf.group(1)},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/t/alice/memories/{old}"
+    assert engine.get(old, tenant=t).superseded_by is None
+    after = client.get(f"/t/alice/memories/{old}").text
+    assert 'id="superseded"' not in after and "/unsupersede" not in after
+    assert "unsuperseded" in after  # the history row
+    r = client.post(f"/api/t/alice/memories/{old}/unsupersede",
+                    headers={"X-CSRF-Token": csrf.group(1)})
+    assert r.status_code == 400 and "is not superseded" in r.json()["error"]
+    r = client.post(f"/api/t/alice/memories/{store.ids['old_plan']}/unsupersede",
+                    headers={"X-CSRF-Token": csrf.group(1)})
+    assert r.status_code == 200 and r.json()["action"] == "unsupersede"
+    assert r.json()["memory"]["superseded_by"] is None
 
 
 def test_due_lists_in_review_order(client: TestClient, store: Store) -> None:

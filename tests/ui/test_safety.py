@@ -24,6 +24,7 @@ def _pages(store: Store) -> list[str]:
             f"/t/alice/memories?q={quote(XSS_SCRIPT)}",
             f"/t/alice/memories/{store.ids['xss']}", f"/t/alice/memories/{store.ids['xss_img']}",
             f"/t/alice/memories/{store.ids['batched']}",  # its graph shows the xss neighbour
+            f"/t/alice/memories/{store.ids['old_plan']}",  # superseded: an undo button
             f"/t/alice/recall?q={quote('alert script img picture')}&k=10",
             f"/t/alice/recall?q={quote(XSS_SCRIPT)}&topic={quote(XSS_IMG)}",
             "/t/alice/due", "/t/alice/fading"]
@@ -68,7 +69,7 @@ def test_every_response_forbids_scripts(client: TestClient, store: Store) -> Non
 def test_no_state_change_by_get(client: TestClient, store: Store) -> None:
     mid = store.ids["batched"]
     before = store.engine.get(mid, tenant="alice")
-    for action in ("pin", "forget", "restore", "unpin"):
+    for action in ("pin", "forget", "restore", "unpin", "unsupersede"):
         r = client.get(f"/t/alice/memories/{mid}/{action}")
         assert r.status_code in (404, 405)
         assert "Traceback" not in r.text

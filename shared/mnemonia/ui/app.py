@@ -1,6 +1,6 @@
 """The inspector's Starlette app: HTML pages under ``/`` and ``/t/{tenant}/...``, the same data
-as JSON under ``/api/...``, and the pin / unpin / forget / restore actions (POST, with a CSRF
-token; none in read-only mode).
+as JSON under ``/api/...``, and the pin / unpin / forget / restore / unsupersede actions (POST,
+with a CSRF token; none in read-only mode).
 
 Pages (fixed paths, for scripts and bookmarks):
 
@@ -8,7 +8,7 @@ Pages (fixed paths, for scripts and bookmarks):
 * ``/t/{tenant}/recall?q=...``: a recall console (hits, their explanations, rendered text).
 * ``/t/{tenant}/memories?q=&kind=&topic=&state=&deleted=&page=``: the memory list.
 * ``/t/{tenant}/memories/{id}``: one memory: text, metadata, SM-2 schedule, forgetting curve,
-  relation graph, event history.
+  relation graph, event history, and what superseded it with the evidence.
 * ``/t/{tenant}/due`` and ``/t/{tenant}/fading``: what is due for review; what eviction takes
   next, and what was forgotten last.
 """
@@ -47,7 +47,7 @@ __all__ = ["ACTIONS", "create_app"]
 
 log = logging.getLogger("mnemonia.ui")
 
-ACTIONS = ("pin", "unpin", "forget", "restore")
+ACTIONS = ("pin", "unpin", "forget", "restore", "unsupersede")
 """What the pages can do to a memory (POST ``/t/{tenant}/memories/{id}/{action}``)."""
 LIST_LIMIT = 100
 """Rows on the due and fading pages."""
@@ -173,6 +173,7 @@ def _memory(app: Inspector, request: Request) -> Response:
             "priority": detail.priority, "due": detail.due,
             "review_priority": detail.review_priority, "uses": detail.uses,
             "fails": detail.fails, "members": detail.members,
+            "supersession": views.supersession_json(detail.supersession),
             "relations": [views.relation_json(r) for r in detail.relations],
             "history": [views.event_json(e) for e in detail.history],
             "curve": views.curve_json(detail.curve)})
@@ -223,6 +224,8 @@ def _act(app: Inspector, tenant: str, memory_id: str, action: str) -> Any:
     if action == "forget":
         app.engine.forget(memory_id, tenant=tenant)
         return app.engine.get(memory_id, tenant=tenant)
+    if action == "unsupersede":
+        return app.engine.unsupersede(memory_id, tenant=tenant)
     return app.engine.restore(memory_id, tenant=tenant)
 
 
@@ -295,7 +298,7 @@ def create_app(engine: Any, *, read_only: bool = False, token: str | None = None
 
     Args:
         engine: The store to show (its actions go through ``engine.pin`` / ``forget`` /
-            ``restore``; nothing else writes).
+            ``restore`` / ``unsupersede``; nothing else writes).
         read_only: No actions at all (the pages show none; a POST gets 403).
         token: When set, every request must carry it (see :class:`~mnemonia.ui.guard.Guard`).
         hosts: Host names accepted (default: loopback names only); ``None`` accepts any

@@ -12,7 +12,7 @@ from mnemonia.inspection import ForgettingCurve, MemoryDetail
 from mnemonia.models import Event, Hit, Memory, Relation
 
 __all__ = ["curve_json", "event_json", "hit_json", "memory_json", "memory_url",
-           "relation_graph", "relation_json", "report_line", "snippet"]
+           "relation_graph", "relation_json", "report_line", "snippet", "supersession_json"]
 
 GRAPH_NODES = 16
 """Neighbours drawn in a memory's relation graph (all of them are listed below it)."""
@@ -49,6 +49,16 @@ def _iso(value: datetime | None) -> str | None:
 
 def event_json(e: Event) -> dict[str, Any]:
     return {"event": e.event, "at": e.at.isoformat(), "before": e.before, "after": e.after}
+
+
+def supersession_json(e: Event | None) -> dict[str, Any] | None:
+    """The event that superseded a memory: by whom, when, and the evidence of a detected
+    supersession (``None`` for one made by hand)."""
+    if e is None:
+        return None
+    after = e.after or {}
+    return {"superseded_by": after.get("superseded_by"), "at": e.at.isoformat(),
+            "evidence": after.get("evidence")}
 
 
 def relation_json(r: Relation) -> dict[str, Any]:
