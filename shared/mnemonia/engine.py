@@ -334,15 +334,8 @@ class MemoryEngine:
         return lifecycle.supersede(self._rt, check.tenant(tenant), old_id, new_id)
 
     def unsupersede(self, old_id: str, *, tenant: str) -> Memory:
-        """Undo the supersession of ``old_id`` (made by :meth:`supersede` or detected at
-        ingest): it comes back to recall, the ``supersedes`` link to it goes, an
-        ``unsuperseded`` event records the pair, and that pair is never superseded
-        automatically again. Returns the memory.
-
-        Raises:
-            MemoryNotFoundError: No memory ``old_id`` in ``tenant``.
-            InvalidInputError: The memory is not superseded (nothing is written).
-        """
+        """Undo :meth:`supersede` (or a detected supersession): ``old_id`` comes back to
+        recall, and the pair is never superseded automatically again. Returns the memory."""
         return lifecycle.unsupersede(self._rt, check.tenant(tenant), old_id)
 
     def forget(self, memory_id: str, *, tenant: str, hard: bool = False) -> None:

@@ -189,9 +189,9 @@ def test_supersede_in_refuses_before_it_writes(engine: MemoryEngine) -> None:
             ((old, bobs), MemoryNotFoundError, f"no memory with id '{bobs}' in tenant 'alice'"),
             (("nope", new), MemoryNotFoundError, "no memory with id 'nope'"),
             ((gone, new), MemoryDeletedError, "is deleted; restore it first")):
-        with pytest.raises(error, match=fragment):
-            with rt.writing(Changes(tenant=T, relations=True)) as conn:
-                lifecycle.supersede_in(rt, conn, T, *args, rt.now())
+        with pytest.raises(error, match=fragment), \
+                rt.writing(Changes(tenant=T, relations=True)) as conn:
+            lifecycle.supersede_in(rt, conn, T, *args, rt.now())
     assert _snapshot(engine) == before
 
 

@@ -224,9 +224,9 @@ def test_other_embedding_model_is_refused_with_a_hint(engine: MemoryEngine) -> N
 
 def test_no_cross_tenant_leak(engine: MemoryEngine, seeded: dict[str, str]) -> None:
     """An id of another tenant gets, word for word, the answer an unknown id gets (relate,
-    supersede, unsupersede, reads), and an explicit id another tenant holds is refused with the very words
-    of a clash inside the tenant (add and add_many with replace): nothing tells the caller
-    that the id exists elsewhere, let alone where."""
+    supersede, unsupersede, reads), and an explicit id another tenant holds is refused with
+    the very words of a clash inside the tenant (add and add_many with replace): nothing
+    tells the caller that the id exists elsewhere, let alone where."""
     foreign, unknown = seeded["c"], "no-such-id"
 
     def answer(call: Callable[[str], Any]) -> tuple[str, str]:
