@@ -19,7 +19,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from mnemonia import lifecycle
 from mnemonia import validation as check
+from mnemonia.clock import from_ts
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import statements
 from mnemonia.validation import PreparedMemory
@@ -131,9 +133,7 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
 
 def _supersede(rt: Runtime, conn: Any, tenant: str, old_id: str, new_id: str,
                before: str | None, nowts: float, d: statements.Decision) -> None:
-    rt.sql.graph.upsert_relation(conn, tenant, new_id, old_id, "supersedes", 1.0, nowts)
-    rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
-    rt.sql.events.event(conn, tenant, old_id, "superseded", nowts,
-                        {"superseded_by": before},
-                        {"superseded_by": new_id, "evidence": d.evidence()})
+    if before is not None and before != new_id:  # re-pointed to a nearer newer version
+        rt.sql.graph.delete_relation(conn, tenant, before, old_id, "supersedes")
+    lifecycle.supersede_in(rt, conn, tenant, old_id, new_id, from_ts(nowts), d.evidence())
     log.debug("superseded %s by %s: %s", old_id, new_id, json.dumps(d.evidence()))
