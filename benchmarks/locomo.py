@@ -27,13 +27,19 @@ cosine, BM25 and reciprocal rank fusion (k=60, top 100 of each). Latency is the 
 one ``recall`` call including its query embedding (each question is new to the engine's query
 cache), beside a bare Chroma kNN plus query embedding on the same collection.
 
-Nothing is written outside the temporary store and nothing is cached across runs.
+Nothing is written outside the temporary store and nothing is cached across runs, except
+with ``--supersessions FILE``: after ingest every automatic supersession (a memory with
+``superseded_by`` set) and contradiction (a ``contradicts`` relation) of every tenant is written
+there, one JSON object per line, with both memories (id, text, speaker, time, dia_id) and the
+evidence of the engine's event ("superseded" / "contradiction"). ``--no-detect`` ingests with
+``detect_updates=False`` (issue 34: R@k with and without knowledge-update detection).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import shutil
 import statistics
 import sys
@@ -206,6 +212,61 @@ def ingest(engine: MemoryEngine, clock: ManualClock, conv: Conversation, *,
     return {"added": added, "relations": stats["relations"], "by_state": stats["by_state"]}
 
 
+def _mem_json(m: Any) -> dict[str, Any]:
+    return {"id": m.id, "text": m.text, "speaker": m.metadata.get("speaker"),
+            "at": m.created_at.isoformat(), "dia_id": m.metadata.get("dia_id"),
+            "session_id": m.session_id}
+
+
+def update_decisions(engine: MemoryEngine) -> tuple[list[dict[str, Any]], int]:
+    """Every supersession (a memory with ``superseded_by``) and contradiction (a
+    ``contradicts`` relation) of every tenant, with both memories and the evidence of the
+    engine's event; and the number of memories read."""
+    out: list[dict[str, Any]] = []
+    total = 0
+    for tenant in engine.tenants():
+        mems = engine.list(tenant=tenant)
+        by_id = {m.id: m for m in mems}
+        total += sum(1 for m in mems if m.kind != "concept")
+        for m in mems:
+            if m.superseded_by:
+                new = by_id.get(m.superseded_by) or engine.get(m.superseded_by, tenant=tenant)
+                events = [e for e in engine.history(m.id, tenant=tenant)
+                          if e.event == "superseded" and e.after
+                          and e.after.get("superseded_by") == new.id]
+                ev = events[-1].after.get("evidence") if events and events[-1].after else None
+                out.append({"tenant": tenant, "kind": "supersedes", "old": _mem_json(m),
+                            "new": _mem_json(new), "evidence": ev})
+            for r in engine.relations(m.id, tenant=tenant):
+                if r.type != "contradicts" or r.src != m.id:
+                    continue
+                old = by_id.get(r.dst) or engine.get(r.dst, tenant=tenant)
+                events = [e for e in engine.history(m.id, tenant=tenant)
+                          if e.event == "contradiction" and e.after
+                          and e.after.get("contradicts") == old.id]
+                ev = events[-1].after.get("evidence") if events and events[-1].after else None
+                out.append({"tenant": tenant, "kind": "contradicts", "old": _mem_json(old),
+                            "new": _mem_json(m), "evidence": ev})
+    return out, total
+
+
+def write_decisions(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """One JSON object per line (``.jsonl``), or a markdown list (``.md``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".md":
+        lines = []
+        for i, r in enumerate(rows, start=1):
+            o, n, ev = r["old"], r["new"], r["evidence"] or {}
+            lines += [f"{i}. **{r['kind']}** ({r['tenant']}; slot `{ev.get('slot')}`: "
+                      f"{ev.get('old_value')!r} -> {ev.get('new_value')!r}, cue "
+                      f"{ev.get('cue')!r}, conf {ev.get('confidence')}, {ev.get('reason')})",
+                      f"   - old {o['dia_id']} {o['at']} {o['speaker']}: {o['text']}",
+                      f"   - new {n['dia_id']} {n['at']} {n['speaker']}: {n['text']}"]
+        path.write_text("\n".join(lines) + "\n")
+    else:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
 @dataclass
 class EngineRun:
     """Rankings (dia_ids, best first) per (sample_id, question) and recall latencies (s)."""
@@ -247,8 +308,10 @@ class Bench:
     ``run(config)`` re-opens it with another recall configuration and asks everything."""
 
     def __init__(self, conversations: Sequence[Conversation], *, sweep: str = "enrich",
-                 embedder: CachedEmbedder | None = None, progress: bool = True) -> None:
+                 embedder: CachedEmbedder | None = None, progress: bool = True,
+                 config: MnemoniaConfig | None = None) -> None:
         self.conversations = list(conversations)
+        self.config = config if config is not None else MnemoniaConfig()
         self.embedder = embedder if embedder is not None else CachedEmbedder()
         self.progress = progress
         self._root = Path(tempfile.mkdtemp(prefix="mnemonia-locomo-"))
@@ -258,7 +321,7 @@ class Bench:
         t_all = time.perf_counter()
         # maintenance="manual": the --sweep option decides what maintenance runs (the
         # background jobs would otherwise run whenever the clock moves to a session)
-        with MemoryEngine.open(self.path, config=MnemoniaConfig(), clock=self.clock,
+        with MemoryEngine.open(self.path, config=self.config, clock=self.clock,
                                embedder=self.embedder, maintenance="manual") as engine:
             for conv in self.conversations:
                 t0 = time.perf_counter()
@@ -281,9 +344,16 @@ class Bench:
         self.close()
 
     def run(self, config: MnemoniaConfig | None = None, **ask_kwargs: Any) -> EngineRun:
-        with MemoryEngine.open(self.path, config=config or MnemoniaConfig(), clock=self.clock,
+        with MemoryEngine.open(self.path, config=config or self.config, clock=self.clock,
                                embedder=self.embedder, maintenance="manual") as engine:
             return ask(engine, self.clock, self.conversations, **ask_kwargs)
+
+    def supersessions(self) -> tuple[list[dict[str, Any]], int]:
+        """Every automatic supersession and contradiction in the store (see
+        :func:`update_decisions`) and the number of memories."""
+        with MemoryEngine.open(self.path, config=self.config, clock=self.clock,
+                               embedder=self.embedder, maintenance="manual") as engine:
+            return update_decisions(engine)
 
     def evaluate(self, run: EngineRun) -> dict[str, Any]:
         return evaluate(self.conversations, run.rank_fn(), DEFAULT_KS)
@@ -447,6 +517,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="how the bundled model runs (the engine's embedder_backend; the dense "
                          "baseline uses the same; default %(default)s)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ap.add_argument("--no-detect", action="store_true",
+                    help="ingest with detect_updates=False (no automatic supersessions)")
+    ap.add_argument("--supersessions", type=Path, metavar="FILE",
+                    help="write every automatic supersession / contradiction after ingest "
+                         "(JSONL; a .md name gives a markdown list)")
     args = ap.parse_args(argv)
     import torch
 
@@ -458,8 +533,19 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"turns, {n_q} scored questions (categories 1-4 with evidence)")
     emb = CachedEmbedder(default_embedder(args.backend))
     print(f"embedder: {emb.inner!r} ({args.backend})")
-    with Bench(convs, sweep=args.sweep, embedder=emb, progress=not args.quiet) as bench:
+    config = MnemoniaConfig(detect_updates=not args.no_detect)
+    print(f"detect_updates={config.detect_updates} update_threshold={config.update_threshold}")
+    with Bench(convs, sweep=args.sweep, embedder=emb, progress=not args.quiet,
+               config=config) as bench:
         print(f"ingest ({args.sweep} sweep): {bench.ingest_seconds:.0f} s")
+        decisions, n_mem = bench.supersessions()
+        n_sup = sum(1 for d in decisions if d["kind"] == "supersedes")
+        n_con = len(decisions) - n_sup
+        print(f"automatic supersessions: {n_sup} of {n_mem} memories "
+              f"({100 * n_sup / max(1, n_mem):.2f}%); contradictions: {n_con}")
+        if args.supersessions:
+            write_decisions(args.supersessions, decisions)
+            print(f"written to {args.supersessions}")
         run = bench.run(bare_knn=True)
         ours = bench.evaluate(run)
         floor_run = bench.run(min_activation=None)
