@@ -232,3 +232,21 @@ def test_a_question_about_the_old_value_still_finds_it(tmp_path: Path,
         assert before[old.id].superseded_by == new.id
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(("old", "old_speaker", "new", "new_speaker"), [
+    # the ten false supersessions found on LoCoMo dev (commit acc2527's --supersessions)
+    ("Wow, Caroline! That's huge! How did it feel?", "Melanie",
+     "Thanks, Melanie. It's definitely changed them.", "Caroline"),
+    ("I'm gonna keep on going and never quit.", "Jon", "I won't quit, no matter what.", "Jon"),
+    ("Let's keep spreading positivity and making an impact together.", "Maria",
+     "Let's make a difference together.", "Maria"),
+    ("Our team bond is awesome.", "John", "It's amazing to see our team's growth.", "John"),
+    ("I'm a shooting guard for the team and our season opener is next week", "John",
+     "The Wolves are my team for sure. And LeBron is the man", "John"),
+    ("Having a strong team/support is key - it's like a family away from home.", "John",
+     "Having a supportive team who are like family is awesome.", "Tim"),
+])
+def test_chat_small_talk_supersedes_nothing(old: str, old_speaker: str, new: str,
+                                            new_speaker: str) -> None:
+    assert _judge(old, new, old_speaker, new_speaker) is None

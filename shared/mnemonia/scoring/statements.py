@@ -61,7 +61,7 @@ _ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
                      r"|\bapproves \w+ leave\b|\bmanagers?\b"),
     ("partner", ONE, r"\bpartner\b|\brelationship\b|\bdating\b|\bseeing\b|\bgirlfriend\b"
                      r"|\bboyfriend\b|\bwife\b|\bhusband\b|\bmarried\b|\bsplit up\b"
-                     r"|\bbroke up\b|\bsingle\b|\btogether\b|\bdate night\b"),
+                     r"|\bbroke up\b|\bsingle now\b|\bdate night\b"),
     ("leader", ONE, r"\bled by\b|\bleads?\b|\bheaded by\b|\bheads\b|\bin charge of\b"
                     r"|\bceo\b|\bchair(?:ed)? by\b|\bmanaged by\b|\bowned by\b"),
     ("os", ONE, r"\blaptop\b|\boperating system\b|\bos\b"),
@@ -129,6 +129,7 @@ _CHANGE = re.compile(
 _ADDITIVE = re.compile(r"\b(?:also|too|as well|on top of|besides|alongside|in addition"
                        r"|another|added|both)\b")
 _RETRACT = re.compile(
+    r"(?<!won't )(?<!never )(?<!not )(?<!don't )(?<!can't )"
     r"\b(?:no longer|not \w+ (?:anywhere|anyone|anything)|(?:don't|doesn't|do not|does not)"
     r" (?:have|own|work|live|drive) [\w ]{0,30}?(?:anymore|any more)|anymore|any more"
     r"|between jobs|single now|car-free|quit|stopped|cancelled|canceled|broke up|split up"
@@ -179,6 +180,10 @@ _CALENDAR = frozenset((*_MONTH, "monday", "tuesday", "wednesday", "thursday", "f
 _LED = re.compile(r"\b(?:leads|heads|runs|manages|chairs)\s+((?:[A-Z][\w-]*\s?)+)"
                   r"|((?:[A-Z][\w-]*\s?)+?)\s+is\s+(?:now\s+)?(?:led|headed|run|managed|chaired)"
                   r"\s+by\b")
+# kinds whose values are often common words ("I'm a nurse", "my laptop runs linux")
+_LOWERCASE_VALUES = frozenset(("job", "os", "car", "team", "leader"))
+_NOT_NAMES = frozenset(("let", "having", "that", "it", "what", "there", "here", "he", "she",
+                        "who", "everyone", "everybody", "nobody", "somebody", "today"))
 _PRONOUNS = frozenset(("i", "i'm", "i've", "i'd", "i'll"))
 _NOT_VALUES = frozenset(
     [
@@ -248,11 +253,11 @@ def _names(clause: str) -> list[str]:
     found = []
     for m in _NAME.finditer(clause):
         words = m.group(0).split()
-        at_start = m.start() == 0
+        at_start = m.start() == 0 or bool(re.search(r"[.!?,;:]\s*$", clause[:m.start()]))
         while words and (words[0].lower().strip("'’") in _PRONOUNS or (at_start
                          and words[0].lower().strip("'’") in _OPENERS)):
             words, at_start = words[1:], False
-        if words:
+        if words and words[0].lower().strip("'’").removesuffix("'s") not in _NOT_NAMES:
             found.append(" ".join(words).lower().removesuffix("'s").removesuffix("’s"))
     return found
 
@@ -283,7 +288,7 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     question = clause.rstrip().endswith("?")
     names = [n for n in _names(clause) if n not in _CALENDAR]
     possessive = [m.group(1).lower() for m in _POSSESSIVE.finditer(clause)
-                  if m.group(1).lower() not in _OPENERS]
+                  if m.group(1).lower() not in _OPENERS | _NOT_NAMES]
     first = bool(_FIRST.search(low))
     lead = re.sub(r"^(?:actually|update|so|well|also|oh|and|but|now)\W+", "", low)
     subject_name: str | None = None
