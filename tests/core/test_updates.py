@@ -84,8 +84,8 @@ def test_a_negation_of_the_same_statement_contradicts() -> None:
 
 def test_unknown_cardinality_needs_an_explicit_cue() -> None:
     # a kind of fact the table does not know: only a change cue replaces its value
-    assert _judge("The build server is Jenkins.", "The build server is Drone.") is None
-    d = _judge("The build server is Jenkins.", "The build server is Drone now, instead of "
+    assert _judge("Our build server is Jenkins.", "Our build server is Drone.") is None
+    d = _judge("Our build server is Jenkins.", "Our build server is Drone now, instead of "
                "Jenkins.")
     assert d is not None and d.kind == "supersedes"
 

@@ -181,7 +181,7 @@ _LED = re.compile(r"\b(?:leads|heads|runs|manages|chairs)\s+((?:[A-Z][\w-]*\s?)+
                   r"|((?:[A-Z][\w-]*\s?)+?)\s+is\s+(?:now\s+)?(?:led|headed|run|managed|chaired)"
                   r"\s+by\b")
 # kinds whose values are often common words ("I'm a nurse", "my laptop runs linux")
-_LOWERCASE_VALUES = frozenset(("job", "os", "car", "team", "leader"))
+_LOWERCASE_VALUES = frozenset(("job", "os", "car", "leader"))
 _NOT_NAMES = frozenset(("let", "having", "that", "it", "what", "there", "here", "he", "she",
                         "who", "everyone", "everybody", "nobody", "somebody", "today"))
 _PRONOUNS = frozenset(("i", "i'm", "i've", "i'd", "i'll"))
@@ -344,7 +344,8 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
             if pattern.search(masked):
                 attribute, cardinality = name, card
                 break
-    if not values or (attribute is not None and attribute.startswith("favourite")):
+    if attribute is not None and (attribute.startswith("favourite") or attribute == "job"
+                                  or (not values and attribute in _LOWERCASE_VALUES)):
         values |= _complements(low, attribute)
     words = _WORD.findall(low)
     all_stems = _stems(words)
@@ -429,6 +430,9 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
     value negated on one side only contradicts. ``None`` when the confidence is under
     ``threshold``."""
     if old.subject != new.subject or not old.asserts or not new.asserts:
+        return None
+    if not old.subject and (old.attribute is None or new.attribute is None):
+        # no subject and no known kind of fact: "It's huge" / "It's definitely changed"
         return None
     if old.qualifiers != new.qualifiers or not old.values:
         return None
