@@ -121,7 +121,8 @@ def supersede_in(rt: Runtime, conn: Connection, tenant: str, old_id: str, new_id
                  now: datetime, evidence: Mapping[str, Any] | None = None) -> None:
     """:func:`supersede` inside a write transaction the caller holds (``conn``, e.g. ingest's,
     where ``new_id``, and ``old_id`` too for a memory of the same batch, may still be pending):
-    the ``supersedes`` relation ``new_id -> old_id`` (strength 1.0) is added or updated,
+    the ``supersedes`` relation ``new_id -> old_id`` (strength 1.0) is added or updated (the
+    one from the memory that superseded ``old_id`` until now, if another, is removed),
     ``old_id.superseded_by`` set, and one ``superseded`` event written on ``old_id`` with
     the previous ``superseded_by`` before and, after, the new one and ``evidence`` (if any).
 
@@ -151,18 +152,22 @@ def supersede_in(rt: Runtime, conn: Connection, tenant: str, old_id: str, new_id
                 f"memory {mid!r} in tenant {tenant!r} is deleted; restore it first "
                 f"(engine.restore({mid!r}, tenant={tenant!r})) to supersede with it")
     at = to_ts(now)
+    previous = rows[old_id].superseded_by
+    if previous is not None and previous != new_id:  # the new version takes its place
+        rt.sql.graph.delete_relation(conn, tenant, previous, old_id, "supersedes")
     rt.sql.graph.upsert_relation(conn, tenant, new_id, old_id, "supersedes", 1.0, at)
     rt.sql.memories.update_memory(conn, old_id, superseded_by=new_id)
     after: dict[str, Any] = {"superseded_by": new_id}
     if proof is not None:
         after["evidence"] = proof
-    rt.sql.events.event(conn, tenant, old_id, "superseded", at,
-                        {"superseded_by": rows[old_id].superseded_by}, after)
+    rt.sql.events.event(conn, tenant, old_id, "superseded", at, {"superseded_by": previous},
+                        after)
 
 
 def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
     """Undo the supersession of ``old_id`` (by hand or detected): ``superseded_by`` is cleared,
-    the ``supersedes`` relation from the memory that superseded it is removed, and one
+    the ``supersedes`` relations into it are removed (the one from the memory that superseded
+    it, and any an earlier supersession left), and one
     ``unsuperseded`` event is written on ``old_id`` (before ``{"superseded_by": new_id}``,
     after ``{"superseded_by": None, "kept_apart": new_id}``). The memory comes back to recall
     (a forgotten one stays forgotten), and the pair is never superseded automatically again,
@@ -181,7 +186,11 @@ def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
             raise InvalidInputError(
                 f"memory {old_id!r} in tenant {tenant!r} is not superseded; unsupersede "
                 "undoes a supersession (engine.supersede, or one detected at ingest)")
-        rt.sql.graph.delete_relation(conn, tenant, new_id, old_id, "supersedes")
+        # every supersedes link into it: the current one, and any an earlier supersession
+        # left behind (nothing supersedes a memory that is current)
+        for rel in rt.sql.graph.relations_of(conn, tenant, old_id):
+            if rel.type == "supersedes" and rel.dst == old_id:
+                rt.sql.graph.delete_relation(conn, tenant, rel.src, old_id, "supersedes")
         rt.sql.memories.update_memory(conn, old_id, superseded_by=None)
         rt.sql.events.event(conn, tenant, old_id, "unsuperseded", to_ts(now),
                             {"superseded_by": new_id},

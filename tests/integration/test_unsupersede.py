@@ -69,6 +69,23 @@ def test_superseding_again_records_what_it_replaced(engine: MemoryEngine) -> Non
     engine.supersede(old, newest, tenant=T)
     last = engine.history(old, tenant=T)[-1]
     assert last.before == {"superseded_by": new} and last.after == {"superseded_by": newest}
+    # the newest version takes the place of the one before: one supersedes link into it
+    assert [(r.src, r.type) for r in engine.relations(old, tenant=T)
+            if r.dst == old] == [(newest, "supersedes")]
+
+
+def test_unsupersede_removes_every_supersedes_link_into_the_memory(
+        engine: MemoryEngine) -> None:
+    """A link left by an earlier supersession (written by another path, e.g. a detector that
+    re-supersedes directly, or relate) goes too: nothing supersedes a current memory; only
+    the pair that was undone is kept apart."""
+    old, new = _pair(engine)
+    earlier = engine.add("Alice moved to Braga", tenant=T).id
+    engine.relate(earlier, old, "supersedes", tenant=T)
+    engine.supersede(old, new, tenant=T)
+    engine.unsupersede(old, tenant=T)
+    assert [r for r in engine.relations(old, tenant=T) if r.type == "supersedes"] == []
+    assert _kept_apart(engine, [old, new, earlier]) == {frozenset((old, new))}
 
 
 @pytest.mark.parametrize(("evidence", "fragment"), [
