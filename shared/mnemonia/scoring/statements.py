@@ -59,7 +59,8 @@ _ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
     ("team", ONE, r"\bteam\b"),
     ("manager", ONE, r"\bmanager\b|\bboss\b|\breports? to\b|\bone-to-one with\b"
                      r"|\bapproves \w+ leave\b|\bmanagers?\b"),
-    ("partner", ONE, r"\bpartner\b|\brelationship\b|\bdating\b|\bseeing\b|\bgirlfriend\b"
+    ("partner", ONE, r"\bpartner\b|\brelationship\b|\bdating\b"
+                     r"|\b(?:i'm|am|is|are|been|not) seeing\b|\bgirlfriend\b"
                      r"|\bboyfriend\b|\bwife\b|\bhusband\b|\bmarried\b|\bsplit up\b"
                      r"|\bbroke up\b|\bsingle now\b|\bdate night\b"),
     ("leader", ONE, r"\bled by\b|\bleads?\b|\bheaded by\b|\bheads\b|\bin charge of\b"
@@ -183,7 +184,8 @@ _LED = re.compile(r"\b(?:leads|heads|runs|manages|chairs)\s+((?:[A-Z][\w-]*\s?)+
 # kinds whose values are often common words ("I'm a nurse", "my laptop runs linux")
 _LOWERCASE_VALUES = frozenset(("job", "os", "car", "leader"))
 _NOT_NAMES = frozenset(("let", "having", "that", "it", "what", "there", "here", "he", "she",
-                        "who", "everyone", "everybody", "nobody", "somebody", "today"))
+                        "who", "everyone", "everybody", "nobody", "somebody", "today", "time",
+                        "those", "these", "this", "thanks", "thank"))
 _PRONOUNS = frozenset(("i", "i'm", "i've", "i'd", "i'll"))
 _NOT_VALUES = frozenset(
     [
