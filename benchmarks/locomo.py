@@ -231,23 +231,25 @@ def update_decisions(engine: MemoryEngine) -> tuple[list[dict[str, Any]], int]:
         for m in mems:
             if m.superseded_by:
                 new = by_id.get(m.superseded_by) or engine.get(m.superseded_by, tenant=tenant)
-                events = [e for e in engine.history(m.id, tenant=tenant)
-                          if e.event == "superseded" and e.after
-                          and e.after.get("superseded_by") == new.id]
-                ev = events[-1].after.get("evidence") if events and events[-1].after else None
+                ev = _evidence(engine, tenant, m.id, "superseded", "superseded_by", new.id)
                 out.append({"tenant": tenant, "kind": "supersedes", "old": _mem_json(m),
                             "new": _mem_json(new), "evidence": ev})
             for r in engine.relations(m.id, tenant=tenant):
                 if r.type != "contradicts" or r.src != m.id:
                     continue
                 old = by_id.get(r.dst) or engine.get(r.dst, tenant=tenant)
-                events = [e for e in engine.history(m.id, tenant=tenant)
-                          if e.event == "contradiction" and e.after
-                          and e.after.get("contradicts") == old.id]
-                ev = events[-1].after.get("evidence") if events and events[-1].after else None
+                ev = _evidence(engine, tenant, m.id, "contradiction", "contradicts", old.id)
                 out.append({"tenant": tenant, "kind": "contradicts", "old": _mem_json(old),
                             "new": _mem_json(m), "evidence": ev})
     return out, total
+
+
+def _evidence(engine: MemoryEngine, tenant: str, memory_id: str, event: str, key: str,
+              other: str) -> Any:
+    """The evidence of the last ``event`` of ``memory_id`` whose ``after[key]`` is ``other``."""
+    found = [e.after for e in engine.history(memory_id, tenant=tenant)
+             if e.event == event and e.after and e.after.get(key) == other]
+    return found[-1].get("evidence") if found else None
 
 
 def write_decisions(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:

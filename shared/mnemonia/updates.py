@@ -14,9 +14,8 @@ Nothing is deleted.
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mnemonia import lifecycle
@@ -35,6 +34,8 @@ KEYWORD_CANDIDATES = 8
 neighbours."""
 
 Near = list[tuple[str, float]]
+Fact = tuple[str, str | None, float, str | None]
+"""A memory as detection reads it: text, speaker, its own time, what supersedes it."""
 
 
 def judge(old_text: str, old_speaker: str | None, new_text: str, new_speaker: str | None,
@@ -78,7 +79,7 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
     rows = rt.sql.memories.rows(conn, tenant, wanted) if wanted else {}
     kept_apart = rt.sql.events.kept_apart(conn, tenant, sorted({*new, *wanted}))
 
-    def facts(mid: str) -> tuple[str, str | None, float, str | None] | None:
+    def facts(mid: str) -> Fact | None:
         if mid in new:
             p = new[mid]
             return p.text, p.metadata.get("speaker"), p.at, None
@@ -88,7 +89,7 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
         return r.text, check.row_speaker(r), float(r.created_at), r.superseded_by
 
     decided = 0
-    superseded: dict[str, tuple[str, float]] = {}
+    superseded: dict[str, str | None] = {}  # this batch's decisions: old -> new
     done: set[frozenset[str]] = set()
     for p, _ in items:
         for other in sorted(cands[p.id]):
@@ -113,27 +114,22 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
                                     {"contradicts": old_id, "evidence": d.evidence()})
                 decided += 1
                 continue
-            at_new = nw[2]
-            current = superseded.get(old_id)
-            if old[3] is not None and current is None:
-                # already superseded: a nearer newer version takes its place (any order of
-                # adding gives the same chain); a later one leaves it as it is
-                then = facts(old[3]) if old[3] in rows or old[3] in new else None
-                if then is None or then[2] <= at_new:
-                    continue
-            elif current is not None and current[1] <= at_new:
+            if not _nearer(nw[2], superseded.get(old_id, old[3]), facts):
                 continue
-            superseded[old_id] = (new_id, at_new)
-            _supersede(rt, conn, tenant, old_id, new_id, old[3], nowts, d)
+            superseded[old_id] = new_id
+            lifecycle.supersede_in(rt, conn, tenant, old_id, new_id, from_ts(nowts),
+                                   d.evidence())
             decided += 1
     if decided:
         log.info("updates tenant=%s decided=%d", tenant, decided)
     return decided
 
 
-def _supersede(rt: Runtime, conn: Any, tenant: str, old_id: str, new_id: str,
-               before: str | None, nowts: float, d: statements.Decision) -> None:
-    if before is not None and before != new_id:  # re-pointed to a nearer newer version
-        rt.sql.graph.delete_relation(conn, tenant, before, old_id, "supersedes")
-    lifecycle.supersede_in(rt, conn, tenant, old_id, new_id, from_ts(nowts), d.evidence())
-    log.debug("superseded %s by %s: %s", old_id, new_id, json.dumps(d.evidence()))
+def _nearer(at: float, current: str | None, facts: Callable[[str], Fact | None]) -> bool:
+    """Whether a version at ``at`` should supersede a memory superseded by ``current`` (or
+    by nothing): only a nearer newer version takes the place of the one it has, so any order
+    of adding gives the same chain; a superseder not read here is left in place."""
+    if current is None:
+        return True
+    then = facts(current)
+    return then is not None and then[2] > at

@@ -34,8 +34,7 @@ from functools import lru_cache
 from mnemonia.scoring.activation import STOP_WORDS
 from mnemonia.scoring.stemming import stem
 
-__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide", "differs",
-           "query_slot"]
+__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide", "differs"]
 
 ONE, MANY = "one", "many"
 
@@ -493,12 +492,3 @@ def asks_about_past(query: str) -> bool:
     live before Denver?", "what was my old number?"): recall then shows superseded
     memories too, each marked ``SUPERSEDED BY``."""
     return bool(_PAST_QUERY.search(query.lower()))
-
-
-def query_slot(text: str) -> tuple[str, str | None] | None:
-    """``(subject, attribute)`` a question asks about (subjects as in :class:`Statement`,
-    first person as ``self:``), or None when it names no known attribute."""
-    for s in analyse(text, None):
-        if s.attribute is not None:
-            return s.subject, s.attribute
-    return None
