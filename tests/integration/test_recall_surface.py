@@ -15,6 +15,14 @@ from mnemonia.errors import InvalidInputError, InvalidTextError
 from mnemonia.scoring import activation as act
 
 
+@pytest.fixture
+def config() -> MnemoniaConfig:
+    """These tests make their supersessions and contradictions by hand and check how recall
+    renders them: ingest's own detection (issue 34, tested in tests/core/test_updates.py)
+    is off, so "The team meeting moved to Tuesday" does not supersede Monday's by itself."""
+    return MnemoniaConfig.load(env={"MNEMONIA_DETECT_UPDATES": "false"}, maintenance="manual")
+
+
 def test_spreading_reaches_another_topic_at_the_cross_topic_penalty(
         engine: MemoryEngine) -> None:
     a = engine.add("The staging cluster runs on Kubernetes", tenant="t", topic="infra")

@@ -539,7 +539,7 @@ BAD_FILES: list[tuple[str, Any, type[MnemoniaError], str]] = [
     ("event of a memory not in the file", lambda r: _fix_end([*r, {
         "type": "event", "tenant": "alice", "memory_id": "z-1", "event": "created",
         "at": 1.0, "before": None, "after": None}]), InvalidImportFileError,
-     "line 132: event record of memory 'z-1': memory 'z-1' is not in the file"),
+     "line 133: event record of memory 'z-1': memory 'z-1' is not in the file"),
     ("lone surrogate", _edit_memory("text", "Alice \ud800 tea"), InvalidImportFileError,
      "line 3: memory record: field 'text' = 'Alice \\ud800 tea' must be valid Unicode"),
 ]
