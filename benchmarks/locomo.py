@@ -519,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="how the bundled model runs (the engine's embedder_backend; the dense "
                          "baseline uses the same; default %(default)s)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ap.add_argument("--vary", metavar="KEY=V1,V2,...",
+                    help="ask the same stores again with KEY at each value (a recall key)")
     ap.add_argument("--no-detect", action="store_true",
                     help="ingest with detect_updates=False (no automatic supersessions)")
     ap.add_argument("--supersessions", type=Path, metavar="FILE",
@@ -562,6 +564,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         print()
         print("per conversation, R@5/R@10/R@20:")
         print(per_conversation_table({"Mnemonia": ours, **base}))
+        if args.vary:
+            key, _, values = args.vary.partition("=")
+            rows_v = {}
+            for v in values.split(","):
+                cfg = config.replace(**{key: getattr(MnemoniaConfig.from_env(
+                    {f"MNEMONIA_{key.upper()}": v}), key)})
+                run_v = bench.run(cfg)
+                rows_v[f"{key}={v}"] = (bench.evaluate(run_v), run_v)
+                bench.log(f"  {key}={v}: {_cells(rows_v[f'{key}={v}'][0])}")
+            print()
+            print(ablation_table(rows_v))
         if args.ablation:
             bench.log("ablation ...")
             print()

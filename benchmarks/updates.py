@@ -288,18 +288,22 @@ def prewarm(emb: CachedEmbedder, data: Mapping[str, Any], batch: int = 256) -> N
 
 def run_engine(data: Mapping[str, Any], emb: CachedEmbedder, *, sweep: str, batch: str,
                min_activation: float | None, oracle: bool,
-               progress: Callable[[str], None]) -> list[EngineRun]:
-    """One fresh store: ingest, sweep, ask; with ``oracle``, then supersede every stale
-    version by the next version of its slot (``engine.supersede``: perfect detection) and
-    ask again. The store is deleted afterwards."""
+               progress: Callable[[str], None], config: MnemoniaConfig | None = None,
+               variants: Sequence[tuple[str, MnemoniaConfig]] = ()) -> list[EngineRun]:
+    """One fresh store: ingest, sweep, ask; each of ``variants`` asks the same store again
+    under its configuration (keys read at recall); with ``oracle``, then supersede every
+    stale version by the next version of its slot (``engine.supersede``: perfect
+    detection) and ask again. The store is deleted afterwards."""
+    config = config or MnemoniaConfig()
     run = EngineRun(label=f"Mnemonia recall k={K} ({sweep})", sweep=sweep)
+    others = [EngineRun(label=f"{run.label} {name}", sweep=sweep) for name, _ in variants]
     perfect = EngineRun(label=f"{run.label} + oracle supersession", sweep=sweep,
                         oracle=True)
     root = Path(tempfile.mkdtemp(prefix="mnemonia-updates-"))
     tenants = data["tenants"]
     clock = ManualClock(datetime.fromisoformat(tenants[0]["memories"][0]["at"]))
     try:
-        with MemoryEngine.open(root / "store", config=MnemoniaConfig(), clock=clock,
+        with MemoryEngine.open(root / "store", config=config, clock=clock,
                                embedder=emb, maintenance="manual") as engine:
             for t in tenants:
                 t0 = time.perf_counter()
@@ -313,6 +317,10 @@ def run_engine(data: Mapping[str, Any], emb: CachedEmbedder, *, sweep: str, batc
                 run.ingest_seconds += t1 - t0
                 run.sweep_seconds += t2 - t1
                 ask(engine, clock, t, run, min_activation)
+                for other, (_, cfg) in zip(others, variants, strict=True):
+                    engine.runtime.config = cfg
+                    ask(engine, clock, t, other, min_activation)
+                    engine.runtime.config = config
                 if oracle:
                     supersede_stale(engine, t)
                     ask(engine, clock, t, perfect, min_activation)
@@ -320,7 +328,7 @@ def run_engine(data: Mapping[str, Any], emb: CachedEmbedder, *, sweep: str, batc
                          f"{t2 - t1:.1f}s, ask {time.perf_counter() - t2:.1f}s")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return [run, perfect] if oracle else [run]
+    return [run, *others, *([perfect] if oracle else [])]
 
 
 def supersede_stale(engine: MemoryEngine, tenant: Mapping[str, Any]) -> None:
@@ -484,6 +492,17 @@ def _examples(data: Mapping[str, Any], run: EngineRun, scores: Mapping[str, Scor
     return lines
 
 
+def _env(key: str) -> str:
+    return f"MNEMONIA_{key.upper()}"
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"{text!r}: expected KEY=VALUE")
+    return key.strip(), value.strip()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seed", type=int, default=updates_data.DEFAULT_SEED)
@@ -507,6 +526,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--show", type=int, default=0, metavar="N",
                     help="print N missed questions per category for each engine store")
     ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a configuration key of the store (repeatable)")
+    ap.add_argument("--vary", metavar="KEY=V1,V2,...",
+                    help="ask the same store again with KEY at each value (a recall key)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args(argv)
 
@@ -535,9 +558,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     progress(f"embedded {len(emb.cache)} distinct texts in {time.perf_counter() - t0:.0f} s")
     sweeps = ["maintain"] if args.only_maintain else (["enrich", "maintain"] if args.maintain
                                                        else ["enrich"])
+    config = MnemoniaConfig.from_env({_env(k): v for k, v in map(_pair, args.config)})
+    variants = []
+    if args.vary:
+        key, values = _pair(args.vary)
+        variants = [(f"{key}={v}", config.replace(**{key: getattr(
+            MnemoniaConfig.from_env({_env(key): v}), key)})) for v in values.split(",")]
     runs = [r for s in sweeps
             for r in run_engine(data, emb, sweep=s, batch=args.batch,
-                                min_activation=args.min_activation,
+                                min_activation=args.min_activation, config=config,
+                                variants=variants,
                                 oracle=s == sweeps[0] and not args.no_oracle, progress=progress)]
     progress("baselines ...")
     t0 = time.perf_counter()

@@ -206,6 +206,10 @@ class MnemoniaConfig:
         "undoes one)."))
     update_threshold: float = key(0.6, Number(0, 1), (
         "Confidence from which an automatic supersession or contradiction is recorded."))
+    slot_weight: float = key(0.0, Number(0, 1), (
+        "How much recall favours a memory about what a question asks (the same subject "
+        "and kind of fact, DESIGN 5b): its score times `1 + slot_weight*fit`, fit from -2 "
+        "to 2; of two memories filling the asked one-valued slot, the later ranks first."))
     snapshot_size: int = key(10, Integer(1), "Memories in a snapshot (`limit=None`).")
     reevaluation_interval: float = key(600.0, SECONDS, "Seconds between two re-evaluations.")
     reevaluation_cooldown: float = key(reeval.DEFAULT_COOLDOWN.total_seconds(), Number(0), (

@@ -250,3 +250,47 @@ def test_a_question_about_the_old_value_still_finds_it(tmp_path: Path,
 def test_chat_small_talk_supersedes_nothing(old: str, old_speaker: str, new: str,
                                             new_speaker: str) -> None:
     assert _judge(old, new, old_speaker, new_speaker) is None
+
+
+@pytest.mark.parametrize(("question", "names", "self_", "attribute"), [
+    ("Who is Datour's manager?", {"datour"}, False, "manager"),
+    ("What do I do for a living?", set(), True, "job"),
+    ("Which city is Dreimek based in now?", {"dreimek"}, False, "home"),
+    ("Where do I work?", set(), True, "employer"),
+    ("What OS does my laptop run?", set(), True, "os"),  # an acronym is not a person
+    ("When did Caroline go to the LGBTQ support group?", {"caroline"}, False, None),
+])
+def test_what_a_question_asks_about(question: str, names: set[str], self_: bool,
+                                    attribute: str | None) -> None:
+    asked = statements.asked(question)
+    assert (set(asked.names), asked.self_, asked.attribute) == (names, self_, attribute)
+
+
+def test_a_memory_fits_the_question_by_subject_and_kind() -> None:
+    q = statements.asked("What is the deadline for my grant report?")
+
+    def fit(text: str, speaker: str = "Fetil") -> tuple[int, str | None]:
+        return statements.agreement(q, statements.analyse(text, speaker))
+
+    assert fit("My grant report is due on March 8.") == (2, "self:fetil / deadline")
+    assert fit("They pushed my grant report to March 11.") == (2, "self:fetil / deadline")
+    assert fit("The deadline for Datour's grant report is August 12.")[0] == 0  # another's
+    assert fit("Is my grant report due on March 8?")[0] == 1  # a question states nothing
+    assert fit("I need to finish the grant report deadline tables.")[1] is None  # no value
+    q = statements.asked("Which operating system does Boupomouth use on the laptop?")
+    assert statements.agreement(q, statements.analyse("My laptop runs Linux.", "Boupomouth")
+                                ) == (2, "self:boupomouth / os")
+
+
+def test_the_kind_of_fact_is_read_as_by_every_pattern() -> None:
+    """The word-start filter only skips patterns that cannot match: the kind it finds is
+    the first of the table whose pattern matches, as searching every pattern gives."""
+    clauses = ["i'm finally filming my own movie from the road-trip script!",
+               "my laptop runs linux.", "e-mail me at ana@example.com", "wi-fi is down",
+               "i'm a nurse.", "i am seeing someone new", "we've been to lisbon twice",
+               "i have a dog and two cats", "the api limit is 500 requests a day",
+               "nothing here at all", "she relocated to graz", "my cv needs work"]
+    for low in clauses:
+        naive = next(((n, c) for n, c, p in statements.ATTRIBUTES if p.search(low)),
+                     (None, None))
+        assert statements._kind(low) == naive, low

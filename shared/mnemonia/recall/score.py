@@ -18,6 +18,8 @@ from mnemonia.recall.tenant import cue_index
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
+from mnemonia.scoring import statements
+from mnemonia.validation import row_speaker
 
 __all__ = ["final_score", "match_cues", "practice_of", "ranked", "spread_bound"]
 
@@ -156,11 +158,50 @@ def ranked(run: RecallRun) -> list[tuple[float, str, act.Activation]]:
     prelim.sort(key=lambda t: (-t[0], rows[t[1]].seq))  # equal scores: first stored first
     present = {mid for _, mid, _ in prelim}
     prelim = [t for t in prelim if rows[t[1]].consolidated_into not in present]
+    if rt.config.slot_weight > 0 and prelim and req.query:
+        prelim = _by_slot(rt, req, c, prelim)
     if rt.reranker is not None and prelim:
         prelim = _rerank(rt, req, c, prelim)
     extra = [t for t in prelim[req.k:] if rows[t[1]].kind == "episode"
              and not (t[2].source and t[2].relation)][:req.episode_k]
     return prelim[:req.k] + extra
+
+
+SLOT_HEAD = 10
+"""Hits read for the question's slot beyond ``2*k``: the best ``max(2*k, SLOT_HEAD)``."""
+
+
+def _by_slot(rt: Runtime, req: RecallRequest, c: Candidates,
+             prelim: list[tuple[float, str, act.Activation]]
+             ) -> list[tuple[float, str, act.Activation]]:
+    """For a question about one person's one-valued slot ("who is Datour's manager?"):
+    the best hits that state that slot (:func:`mnemonia.scoring.statements.agreement`)
+    score ``1 + slot_weight`` times higher; then, of those, the later statements take the
+    better places (a version detection did not catch ranks below the one that replaced
+    it). The rest keep their order."""
+    question = statements.asked(req.query)
+    if not question.slot:
+        return prelim
+    n = max(2 * req.k, SLOT_HEAD)
+    head, tail = prelim[:n], prelim[n:]
+    w, rows = rt.config.slot_weight, c.rows
+    slots: dict[str, str] = {}
+    scored = []
+    for score, mid, a in head:
+        r = rows[mid]
+        fit, slot = statements.agreement(question, statements.analyse(r.text, row_speaker(r)))
+        if slot is not None:
+            slots[mid] = slot
+        scored.append((score * (1.0 + w) if fit == 2 else score, mid, a))
+    scored.sort(key=lambda t: (-t[0], rows[t[1]].seq))
+    for slot in set(slots.values()):
+        places = [i for i, t in enumerate(scored) if slots.get(t[1]) == slot]
+        if len(places) > 1:
+            newest = sorted((scored[i] for i in places),
+                            key=lambda t: (-rows[t[1]].created_at, -rows[t[1]].seq))
+            for j, t in zip(places, newest, strict=True):
+                scored[j] = (scored[j][0], t[1], t[2])
+    return scored + tail
 
 
 def _rerank(rt: Runtime, req: RecallRequest, c: Candidates,

@@ -11,6 +11,8 @@ Pure standard library, like the rest of :mod:`mnemonia.scoring`.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from mnemonia.errors import InvalidInputError
 
 __all__ = ["stem"]
@@ -130,6 +132,13 @@ def stem(word: str) -> str:
         raise InvalidInputError(f"word={word!r}: must be a str")
     if len(word) <= 2:
         return word
+    return _porter(word)
+
+
+@lru_cache(maxsize=1 << 16)
+def _porter(word: str) -> str:
+    # a conversation repeats its words: reading a memory's clauses stems every word, and
+    # most were stemmed before (6,760 LoCoMo and update-set texts: 5.6 s -> see the commit)
     w = _step1(word)
     w = _replace(w, _STEP2, 0)
     w = _replace(w, _STEP3, 0)
