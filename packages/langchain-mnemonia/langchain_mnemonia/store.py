@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mnemonia import MemoryEngine, Scheduler, validation
+from mnemonia.embeddings import default_embedder
 from mnemonia.errors import InvalidInputError
 from mnemonia.models import KINDS, ItemWrite, KeyedItem
 
@@ -23,6 +24,7 @@ try:
     from langgraph.store.base import (
         BaseStore,
         GetOp,
+        IndexConfig,
         InvalidNamespaceError,
         Item,
         ListNamespacesOp,
@@ -36,6 +38,13 @@ try:
     )
 except ImportError as e:  # pragma: no cover - exercised by a test that hides the package
     raise missing_extra("langgraph", e) from e
+
+from langchain_mnemonia._private.index import (
+    check_engine,
+    dims_problems,
+    embedder_for,
+    parse_index,
+)
 
 __all__ = ["MnemoniaStore"]
 
@@ -93,6 +102,15 @@ class MnemoniaStore(BaseStore):
     Key init args:
         engine: MemoryEngine | None
             The memory engine; ``None`` opens the embedded default (``./memory``).
+        index: IndexConfig | None
+            LangGraph's index config, as ``InMemoryStore`` and ``PostgresStore`` take it:
+            ``fields`` are the value paths to embed (as ``index_fields``; ``["$"]`` embeds the
+            whole value as JSON); ``dims`` must equal the engine's model dimension (384 for
+            the bundled all-MiniLM-L6-v2); ``embed`` (an ``Embeddings``, a function texts ->
+            vectors, or a provider string) is used when the store opens its own engine
+            (``engine=None``) and otherwise must be the model the engine already runs: a
+            store's vectors all come from one model. Without ``index``, search still works
+            (the engine always embeds).
         index_fields: list[str] | None
             Value paths to embed when ``put`` gets no ``index`` (LangGraph path syntax, e.g.
             ``["memory", "context[*].content"]``); default: the ``text`` / ``content`` /
@@ -165,6 +183,7 @@ class MnemoniaStore(BaseStore):
         self,
         engine: MemoryEngine | None = None,
         *,
+        index: IndexConfig | None = None,
         index_fields: Sequence[str] | None = None,
         ttl: TTLConfig | None = None,
         tenant_prefix: str = "lg",
@@ -175,16 +194,23 @@ class MnemoniaStore(BaseStore):
     ) -> None:
         """Wrap an engine as a LangGraph store (see the class for the arguments)."""
         tenant_prefix = validation.item_space(tenant_prefix)
-        if index_fields is not None and (isinstance(index_fields, str) or not all(
-                isinstance(f, str) and f for f in index_fields)):
-            raise InvalidInputError(
-                f"index_fields={index_fields!r}: must be a list of non-empty path strings")
+        spec = parse_index(index, index_fields)
         if kind not in KINDS:
             raise InvalidInputError(f"kind={kind!r}: must be one of {', '.join(KINDS)}")
         validation.finite_unit(importance, "importance")
         self.ttl_config = _check_ttl_config(ttl)
-        self.engine = engine if engine is not None else default_engine()
-        self.index_fields = list(index_fields) if index_fields is not None else None
+        if engine is None:
+            wanted = embedder_for(spec.embed) if spec.embed is not None else None
+            problems = dims_problems(wanted or default_embedder(), spec.dims)
+            if problems:  # before the store folder is created
+                raise InvalidInputError("; ".join(problems))
+            engine = default_engine(embedder=wanted)
+            check_engine(engine, spec, wanted=wanted)
+        else:
+            check_engine(engine, spec)
+        self.engine = engine
+        self.index_config: IndexConfig | None = dict(index) if index else None  # type: ignore[assignment]
+        self.index_fields = spec.fields
         self.tenant_prefix = tenant_prefix
         self.kind = kind
         self.importance = importance

@@ -156,6 +156,11 @@ class CallableEmbedder:
         self.name = name or f"{kind}:{model_name}"
 
     @property
+    def model(self) -> Any:
+        """The wrapped LangChain ``Embeddings`` or LlamaIndex ``BaseEmbedding``."""
+        return self._model
+
+    @property
     def dimension(self) -> int:
         if self._dim is None:
             self._dim = int(self.embed_query("dimension probe").shape[0])
