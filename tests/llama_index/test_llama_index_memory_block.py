@@ -121,10 +121,12 @@ async def test_memory_truncates_the_block_by_score(
     text = got[0].content or ""
     kept = [i for i in range(5) if f"detail {i}:" in text]
     assert 0 < len(kept) < 5
-    res = engine.recall("Tell me about Maya's peanut allergy", tenant="alice", k=5,
-                        touch=False)
+    res = engine.recall("Tell me about Maya's peanut allergy", tenant="alice", k=6,
+                        touch=False, min_activation=0)
+    # the question itself is stored now (store_each_turn) but never shown: the chat has it
     best = [h.text.split(":")[0] for h in sorted([*res.memories, *res.episodes],
-                                                 key=lambda h: -h.score)]
+                                                 key=lambda h: -h.score)
+            if h.memory.session_id != "s"]
     assert {f"Maya peanut allergy detail {i}" for i in kept} == set(best[:len(kept)])
 
 
@@ -243,4 +245,6 @@ def test_defaults(block: MnemoniaMemoryBlock) -> None:
     assert block.name == "long_term_memory"
     assert block.priority == 1  # truncatable by Memory (0 would mean never)
     assert block.accept_short_term_memory is True
+    assert block.context_window == 2  # measured: benchmarks/followups.py
+    assert block.store_each_turn is True
     assert "engine" not in block.model_dump()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -114,6 +115,23 @@ def message_item(message: ChatMessage, *, session_id: str | None, max_chars: int
     return {"text": describe_message(message)[:max_chars], "kind": "episode",
             "session_id": session_id, "speaker": speaker_of(message), "importance": importance,
             "topic": topic, "metadata": metadata}
+
+
+def turn_ids(messages: Sequence[ChatMessage], *, tenant: str, session_id: str | None,
+             max_chars: int) -> list[str]:
+    """A stable memory id per message: the same message of the same session of the same
+    tenant (its role, its stored text, and which repeat of that text it is in ``messages``)
+    always gets the same id, so storing it again is a no-op (the engine's ``add`` of an id
+    it holds with the same text returns the stored memory)."""
+    seen: dict[tuple[str, str], int] = {}
+    ids = []
+    for m in messages:
+        key = (role_of(m), describe_message(m)[:max_chars])
+        n = seen[key] = seen.get(key, -1) + 1
+        digest = hashlib.sha256("\x00".join(
+            (tenant, session_id or "", key[0], key[1], str(n))).encode()).hexdigest()
+        ids.append(f"li-{digest[:40]}")
+    return ids
 
 
 def load_message(metadata: dict[str, Any]) -> ChatMessage:
