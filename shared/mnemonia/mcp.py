@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -45,6 +46,7 @@ from mnemonia.errors import (
     MnemoniaError,
 )
 from mnemonia.models import Hit, Memory
+from mnemonia.runtime import store_folder
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -104,9 +106,18 @@ class MnemoniaTools:
     """The tools, over one engine; ``tenant`` is the default tenant (``None``: each call
     must name one). Sync methods: the SDK runs them on worker threads, off the event loop."""
 
-    def __init__(self, engine: MemoryEngine, tenant: str | None = None) -> None:
-        self.engine = engine
+    def __init__(self, engine: MemoryEngine | Future[MemoryEngine],
+                 tenant: str | None = None) -> None:
+        self._engine = engine
         self.tenant = None if tenant is None else check.tenant(tenant)
+
+    @property
+    def engine(self) -> MemoryEngine:
+        """The engine; one still opening (a ``Future``) is waited for, and an error of its
+        opening is raised here, so each tool call reports it."""
+        if isinstance(self._engine, Future):
+            return self._engine.result()
+        return self._engine
 
     def _tenant(self, tenant: str | None) -> str:
         chosen = tenant if tenant is not None else self.tenant
@@ -210,8 +221,10 @@ class MnemoniaTools:
                                  if isinstance(v, int)), data)
 
 
-def build_server(engine: MemoryEngine, *, tenant: str | None = None) -> MCPServer:
-    """An MCP server with the Mnemonia tools over ``engine`` (not started)."""
+def build_server(engine: MemoryEngine | Future[MemoryEngine], *,
+                 tenant: str | None = None) -> MCPServer:
+    """An MCP server with the Mnemonia tools over ``engine`` (not started); ``engine`` may
+    be a ``Future`` still opening it: the tools wait for it on their first call."""
     tools = MnemoniaTools(engine, tenant)
     server: MCPServer = MCPServer("mnemonia", instructions=INSTRUCTIONS,
                                   log_level="WARNING")
@@ -229,20 +242,40 @@ def serve(path: str | os.PathLike[str] | None = None, *, tenant: str | None = No
         check.tenant(tenant)
     if http and not (isinstance(port, int) and 1 <= port <= 65535):
         raise InvalidInputError(f"port={port!r}: must be an integer in 1..65535")
-    engine = MemoryEngine.open(path)
+    # The store opens (and the model loads) on a thread of its own while the server starts
+    # and the client says hello: `initialize` and `tools/list` never wait for it, the first
+    # tool call waits only for what is left (figures: docs/mcp.md).
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemonia-open")
+    opening = pool.submit(_open_warm, path)
     try:
-        server = build_server(engine, tenant=tenant)
+        server = build_server(opening, tenant=tenant)
         where = f"http://{host}:{port}/mcp" if http else "stdio"
-        print(f"mnemonia mcp: serving the store {engine.path} on {where}", file=sys.stderr,
-              flush=True)
+        print(f"mnemonia mcp: serving the store {store_folder(path)} on {where}",
+              file=sys.stderr, flush=True)
         with _sigterm_exits():
             if http:
                 server.run("streamable-http", host=host, port=port)
             else:
                 server.run("stdio")
     finally:
+        pool.shutdown(wait=True)
+        if opening.exception() is None:
+            opening.result().close()
+            print("mnemonia mcp: stopped, the store is closed", file=sys.stderr, flush=True)
+        else:
+            print(f"mnemonia mcp: stopped; the store could not be opened: "
+                  f"{opening.exception()}", file=sys.stderr, flush=True)
+
+
+def _open_warm(path: str | os.PathLike[str] | None) -> MemoryEngine:
+    """Open the store and run the model once, so the first recall finds it loaded."""
+    engine = MemoryEngine.open(path)
+    try:
+        engine.embedder.embed_query("warm up")
+    except Exception:
         engine.close()
-        print("mnemonia mcp: stopped, the store is closed", file=sys.stderr, flush=True)
+        raise
+    return engine
 
 
 @contextmanager
