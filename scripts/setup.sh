@@ -25,6 +25,15 @@ if ! command -v chromedriver >/dev/null 2>&1 || ! { command -v chromium >/dev/nu
     echo "setup: chromium/chromedriver not found; the inspector's browser tests will be skipped" >&2
   fi
 fi
+# The MCP Inspector's CLI (tests/integration/test_mcp_inspector.py) is an npm package:
+# installed into .tools/node_modules (pinned in .tools/package.json) when node and npm are
+# there; without them those tests are skipped, saying why.
+if command -v npm >/dev/null 2>&1; then
+  (cd .tools && npm install --no-audit --no-fund --loglevel=error >/dev/null) \
+    || echo "setup: npm install in .tools failed; the MCP Inspector tests will be skipped" >&2
+else
+  echo "setup: node/npm not found; the MCP Inspector tests will be skipped" >&2
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
