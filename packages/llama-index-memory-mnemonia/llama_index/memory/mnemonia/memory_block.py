@@ -21,7 +21,7 @@ __all__ = ["MnemoniaMemoryBlock"]
 _SOURCE = "llama_index.MnemoniaMemoryBlock"
 _CACHE = 16  # rendered contents remembered for atruncate
 #: How many of the latest messages make the recall query (measured on follow-up questions,
-#: benchmarks/followups.py: see docs/llama_index.md).
+#: benchmarks/followups.py: see docs/llamaindex.md).
 DEFAULT_CONTEXT_WINDOW = 2
 
 
