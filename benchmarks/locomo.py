@@ -573,6 +573,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 run_v = bench.run(cfg)
                 rows_v[f"{key}={v}"] = (bench.evaluate(run_v), run_v)
                 bench.log(f"  {key}={v}: {_cells(rows_v[f'{key}={v}'][0])}")
+                base_q = {(r[0], r[1]): r[3] for r in ours["per_question"]}
+                moved = [(r[0], r[1], base_q[(r[0], r[1])][5], r[3][5])
+                         for r in rows_v[f"{key}={v}"][0]["per_question"]
+                         if r[3][5] != base_q[(r[0], r[1])][5]]
+                for sample, question, before, after in moved:
+                    bench.log(f"    R@5 {before:.2f} -> {after:.2f}  {sample}: {question}")
             print()
             print(ablation_table(rows_v))
         if args.ablation:

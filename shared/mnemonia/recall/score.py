@@ -175,7 +175,7 @@ def _by_slot(rt: Runtime, req: RecallRequest, c: Candidates,
              prelim: list[tuple[float, str, act.Activation]]
              ) -> list[tuple[float, str, act.Activation]]:
     """For a question about one person's one-valued slot ("who is Datour's manager?"):
-    the best hits that state that slot (:func:`mnemonia.scoring.statements.agreement`)
+    the best hits that state a value of that slot (:func:`~mnemonia.scoring.statements.agreement`)
     score ``1 + slot_weight`` times higher; then, of those, the later statements take the
     better places (a version detection did not catch ranks below the one that replaced
     it). The rest keep their order."""
@@ -189,10 +189,10 @@ def _by_slot(rt: Runtime, req: RecallRequest, c: Candidates,
     scored = []
     for score, mid, a in head:
         r = rows[mid]
-        fit, slot = statements.agreement(question, statements.analyse(r.text, row_speaker(r)))
+        _, slot = statements.agreement(question, statements.analyse(r.text, row_speaker(r)))
         if slot is not None:
             slots[mid] = slot
-        scored.append((score * (1.0 + w) if fit == 2 else score, mid, a))
+        scored.append((score * (1.0 + w) if slot is not None else score, mid, a))
     scored.sort(key=lambda t: (-t[0], rows[t[1]].seq))
     for slot in set(slots.values()):
         places = [i for i, t in enumerate(scored) if slots.get(t[1]) == slot]

@@ -81,7 +81,7 @@ _ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
     ("employer", ONE, r"\bwork(?:s|ing|ed)? (?:at|for)\b|\bemployed\b|\bemployer\b|\bjobs\b"
                       r"|\bjoined\b|\bjob at\b|\bcompany\b|\bquit\b|\bbetween jobs\b"
                       r"|\bnot working\b|\bjob\b|\bcv\b|\bfirst day at\b|\bwork at\b"),
-    ("home", ONE, r"\blive[sd]?\b|\bliving\b|\bbased in\b|\bhome\b|\bmoved to\b|\bmove\b"
+    ("home", ONE, r"\blive[sd]?\b|\bliving\b(?! room)|\bbased in\b|\bhome\b|\bmoved to\b|\bmove\b"
                   r"|\bmoving\b|\brelocat\w*|\bsettled\b|\breside\w*|\baddress\b|\bcity\b"),
     ("likes", MANY, r"\blikes?\b|\bloves?\b|\benjoys?\b|\bfan of\b|\binto\b"),
     ("visited", MANY, r"\bvisited\b|\bbeen to\b|\btravel\w*\b|\btrip\b"),
@@ -600,18 +600,23 @@ class Asked:
     self_: bool
     attribute: str | None
     cardinality: str | None = None
+    event: bool = False
+    """Whether it asks what happened ("what damage happened to John's car?"), not for a
+    value."""
 
     @property
     def slot(self) -> bool:
         """Whether it asks for the one value of a slot of someone ("who is Datour's
-        manager?", "where do I live?"), not for one of many ("what does Ana like?")."""
-        return self.cardinality == ONE and bool(self.names or self.self_)
+        manager?", "where do I live?"), not for one of many ("what does Ana like?") nor
+        for what happened."""
+        return self.cardinality == ONE and bool(self.names or self.self_) and not self.event
 
 
 _QUESTION_WORDS = frozenset(("who", "what", "which", "where", "when", "why", "how", "whom",
                              "whose", "is", "are", "do", "does", "did", "can", "could"))
 
 
+_EVENT_QUESTION = re.compile(r"\bhappen(?:s|ed|ing)?\b")
 _WHERE_WORK = re.compile(r"\bwhere (?:do|does|did) \w+(?: \w+)? work\b")
 
 
@@ -637,7 +642,7 @@ def asked(query: str) -> Asked:
         else:
             attribute, cardinality = _kind(masked)
     return Asked(names=names, self_=bool(_FIRST.search(low)), attribute=attribute,
-                 cardinality=cardinality)
+                 cardinality=cardinality, event=bool(_EVENT_QUESTION.search(low)))
 
 
 def agreement(question: Asked, memory: Sequence[Statement]) -> tuple[int, str | None]:
