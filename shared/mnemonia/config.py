@@ -206,10 +206,12 @@ class MnemoniaConfig:
         "undoes one)."))
     update_threshold: float = key(0.6, Number(0, 1), (
         "Confidence from which an automatic supersession or contradiction is recorded."))
-    slot_weight: float = key(0.0, Number(0, 1), (
-        "How much recall favours a memory about what a question asks (the same subject "
-        "and kind of fact, DESIGN 5b): its score times `1 + slot_weight*fit`, fit from -2 "
-        "to 2; of two memories filling the asked one-valued slot, the later ranks first."))
+    slot_weight: float = key(1.0, Number(0, 1), (
+        "How much recall favours what a question about one person's one-valued slot asks "
+        "for (DESIGN 5b): the best hits that state a value of that slot score "
+        "`1 + slot_weight` times higher, and of those filling it the later ranks first. "
+        "1.0: update set seed 0 R@1 56.5 (0) / 78.0 (0.4) / 79.8 (1.0), LoCoMo dev R@k "
+        "unchanged (71.4/77.7/84.0); 0 turns it off."))
     snapshot_size: int = key(10, Integer(1), "Memories in a snapshot (`limit=None`).")
     reevaluation_interval: float = key(600.0, SECONDS, "Seconds between two re-evaluations.")
     reevaluation_cooldown: float = key(reeval.DEFAULT_COOLDOWN.total_seconds(), Number(0), (
