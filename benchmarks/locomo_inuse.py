@@ -73,6 +73,7 @@ from locomo_data import (  # noqa: E402
     scored_questions,
 )
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig  # noqa: E402
+from mnemonia.config import EVICTION_POLICIES  # noqa: E402
 from mnemonia.scoring.modes import MODES  # noqa: E402
 
 SEED = 20261123
@@ -81,18 +82,49 @@ USED_WITHIN = 5
 PRACTICE_STEP = timedelta(hours=1)
 HORIZONS_DAYS = (1, 30, 180)
 TEST_K = max(DEFAULT_KS)
-CAPACITY_SHARE = 0.5
-STRATEGIES = ("mnemonia", "oldest", "lru", "random")
+CAPACITY_SHARES = (0.5, 0.25)
+BASELINES = ("oldest", "lru", "random")
 SEED_MODES = tuple(m for m in MODES if m != "lifecycle")
 
 
 class CachingEmbedder(CachedEmbedder):
     """``locomo.CachedEmbedder`` that also serves repeated queries from its cache (this
-    benchmark scores rankings, not latency, and asks each question many times)."""
+    benchmark scores rankings, not latency, and asks each question many times), and can keep
+    its vectors in a file between runs (``--embed-cache``)."""
 
     def embed_query(self, text: str) -> np.ndarray:
         vec = self.queries.get(text)
         return vec if vec is not None else super().embed_query(text)
+
+    def cache_file(self, folder: Path, sample_id: str) -> Path:
+        """Where this conversation's vectors are kept (one file per embedder name)."""
+        model = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+        return folder / f"{sample_id}-{model}.npz"
+
+    def load(self, path: Path) -> int:
+        """Read vectors saved by :meth:`save`; returns how many were read (0: no file)."""
+        if not path.exists():
+            return 0
+        with np.load(path) as z:
+            for texts, vecs, into in ((z["doc_texts"], z["doc_vecs"], self.cache),
+                                      (z["query_texts"], z["query_vecs"], self.queries)):
+                into.update({str(t): np.asarray(v, dtype=np.float32)
+                             for t, v in zip(texts, vecs, strict=True)})
+        return len(self.cache) + len(self.queries)
+
+    def save(self, path: Path) -> None:
+        """Write every document and query vector seen so far (atomically)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dim = self.dimension
+        arrays = {}
+        for name, table in (("doc", self.cache), ("query", self.queries)):
+            texts = list(table)
+            arrays[f"{name}_texts"] = np.array(texts, dtype=str)
+            arrays[f"{name}_vecs"] = (np.stack([table[t] for t in texts]) if texts
+                                      else np.zeros((0, dim), dtype=np.float32))
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, **arrays)
+        tmp.replace(path)
 
 
 def split(conv: Conversation, seed: int = SEED) -> tuple[list[Question], list[Question]]:
@@ -227,41 +259,47 @@ def test(engine: MemoryEngine, clock: ManualClock, conv: Conversation,
 
 
 def _victims(engine: MemoryEngine, tenant: str, strategy: str, n: int) -> list[str]:
+    """The ``n`` memories a plain cache policy would drop (no protection of any kind)."""
     active = [m for m in engine.list(tenant=tenant) if m.consolidated_into is None]
     if strategy == "oldest":
         active.sort(key=lambda m: (m.created_at, m.id))
     elif strategy == "lru":
         active.sort(key=lambda m: (m.accessed_at, m.id))
-    else:
+    elif strategy == "random":
         random.Random(f"{SEED}-{tenant}").shuffle(active)
+    else:
+        raise ValueError(f"unknown baseline {strategy!r}; allowed: {', '.join(BASELINES)}")
     return [m.id for m in active[:n]]
 
 
-def shrink(store: Store, practised: Path, start: datetime, strategy: str, budget: int | None
-           ) -> int:
-    """Evict from a copy of the practised store; returns how many were evicted."""
+def shrink(store: Store, practised: Path, start: datetime, strategy: str, share: float
+           ) -> tuple[Path, int, int]:
+    """Evict from a copy of the practised store down to ``share`` of the conversation's turns.
+
+    ``strategy`` is an engine ``eviction_policy`` (``max_memories`` = the limit, the automatic
+    eviction run until it stops: what it may not evict stays) or a baseline of
+    :data:`BASELINES` (exactly as many as the limit asks, nothing protected). Returns the
+    shrunk store's folder, how many were evicted and how many the limit asked for."""
     tenant = store.conv.sample_id
-    cfg = store.config
-    if strategy == "mnemonia":
-        limit = max(1, int(len(store.conv.turns) * CAPACITY_SHARE))
-        cfg = cfg.replace(max_memories=limit)
-    with store.open(f"shrink-{strategy}", start, source=practised, config=cfg,
+    limit = max(1, int(len(store.conv.turns) * share))
+    engine_policy = strategy not in BASELINES
+    cfg = store.config.replace(max_memories=limit, eviction_policy=strategy) if engine_policy \
+        else store.config
+    with store.open(f"shrink-{strategy}-{share}", start, source=practised, config=cfg,
                     maintenance="manual") as (engine, _, path):
+        asked = max(0, int(engine.stats(tenant=tenant)["active"]) - limit)
         evicted = 0
-        if strategy == "mnemonia":
+        if engine_policy:
             while True:
                 got = engine.evict(tenant=tenant, force=False).evicted
                 evicted += got
                 if not got:
                     break
         else:
-            for mid in _victims(engine, tenant, strategy, budget or 0):
+            for mid in _victims(engine, tenant, strategy, asked):
                 engine.forget(mid, tenant=tenant)
                 evicted += 1
-        target = store.folder.parent / f"{tenant}-capacity-{strategy}"
-        shutil.rmtree(target, ignore_errors=True)
-    shutil.move(str(path), target)
-    return evicted
+    return path, evicted, asked
 
 
 def _mean(rows: Sequence[Sequence[float]]) -> list[float]:
@@ -269,65 +307,110 @@ def _mean(rows: Sequence[Sequence[float]]) -> list[float]:
             for i in range(len(DEFAULT_KS))]
 
 
-def run_conversation(conv: Conversation, root: Path, emb: CachingEmbedder,
-                     modes: Sequence[str], log: Any) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What one run measures (the command line's choices)."""
+
+    modes: Sequence[str] = SEED_MODES
+    rows: bool = True
+    shares: Sequence[float] = CAPACITY_SHARES
+    evictions: Sequence[str] = ()
+    stores: Path | None = None
+    embed_cache: Path | None = None
+
+
+def _reuse(plan: Plan, name: str, root: Path, build: Any) -> Path:
+    """``root/name`` built by ``build(path)``, or copied from ``plan.stores`` when it holds
+    one (``--stores``: stores kept between runs, valid while ingest and practice are
+    unchanged)."""
+    path = root / name
+    kept = plan.stores / name if plan.stores is not None else None
+    if kept is not None and kept.exists():
+        shutil.copytree(kept, path)
+        return path
+    build(path)
+    if kept is not None:
+        shutil.copytree(path, kept)
+    return path
+
+
+def run_conversation(conv: Conversation, root: Path, emb: CachingEmbedder, plan: Plan,
+                     log: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
-    store = ingest(conv, root, emb)
+    sid = conv.sample_id
+    store = Store(conv=conv, folder=root / f"{sid}-ingested", embedder=emb)
+    _reuse(plan, store.folder.name, root, lambda _: ingest(conv, root, emb))
     practice, tests = split(conv)
     start = conv.ask_time
     end = start + len(practice) * PRACTICE_STEP
-    log(f"{conv.sample_id}: ingested {len(conv.turns)} turns ({time.perf_counter() - t0:.0f}s);"
+    log(f"{sid}: ingested {len(conv.turns)} turns ({time.perf_counter() - t0:.0f}s);"
         f" {len(practice)} practice, {len(tests)} test questions")
     rows: dict[str, dict[str, list[list[float]]]] = {}
     capacity: dict[str, list[list[float]]] = {}
-    # no practice: the clock moves as long as practice would last
-    with store.open("no-practice", start) as (engine, clock, _):
-        clock.set(end)
-        rows.update(test(engine, clock, conv, tests, end,
-                         {"default_no_practice": None, "relevance_no_practice": "relevance"}))
+    evicted: dict[str, list[int]] = {}
+    if plan.rows:  # no practice: the clock moves as long as practice would last
+        with store.open("no-practice", start) as (engine, clock, _):
+            clock.set(end)
+            rows.update(test(engine, clock, conv, tests, end,
+                             {"default_no_practice": None,
+                              "relevance_no_practice": "relevance"}))
     used: dict[str, int] = {}
     practised: dict[str, Path] = {}
-    for row, mode in [("default", None), *((m, m) for m in modes)]:
+    for row, mode in [("default", None), *((m, m) for m in plan.modes)]:
         t1 = time.perf_counter()
-        with store.open(f"practice-{row}", start) as (engine, clock, path):
-            used[row] = practise(engine, clock, conv, practice, mode)
-        practised[row] = path  # kept for the capacity runs (a copy is tested)
-        with store.open(f"test-{row}", end, source=path) as (engine, clock, _):
-            rows.update(test(engine, clock, conv, tests, end, {row: mode}))
-        log(f"  {row}: {used[row]} uses reported ({time.perf_counter() - t1:.0f}s)")
-    budget = None
-    for strategy in STRATEGIES:
-        evicted = shrink(store, practised["default"], end, strategy, budget)
-        budget = evicted if budget is None else budget
-        cap = Store(conv=conv, folder=root / f"{conv.sample_id}-capacity-{strategy}",
-                    embedder=emb)
-        with cap.open(f"cap-{strategy}-run", end) as (engine, clock, _):
-            turns = dia_ids(engine, conv.sample_id)
-            clock.set(end + timedelta(days=HORIZONS_DAYS[0]))
-            capacity[strategy] = []
-            for q in tests:
-                ranked, _ = ranking(engine, conv.sample_id, q, turns, k=TEST_K, mode=None,
-                                    touch=False)
-                capacity[strategy].append([recall_at_k(ranked, q.evidence, k)
+
+        def build(path: Path, row: str = row, mode: str | None = mode) -> None:
+            with store.open(f"practice-{row}", start) as (engine, clock, opened):
+                used[row] = practise(engine, clock, conv, practice, mode)
+            shutil.move(str(opened), path)
+
+        practised[row] = _reuse(plan, f"{sid}-practised-{row}", root, build)
+        if plan.rows:
+            with store.open(f"test-{row}", end, source=practised[row]) as (engine, clock, _):
+                rows.update(test(engine, clock, conv, tests, end, {row: mode}))
+        log(f"  {row}: {used.get(row, 'kept')} uses reported "
+            f"({time.perf_counter() - t1:.0f}s)")
+    for share in plan.shares:
+        for strategy in plan.evictions:
+            name = f"{strategy}@{share:g}"
+            path, got, asked = shrink(store, practised["default"], end, strategy, share)
+            cap = Store(conv=conv, folder=path, embedder=emb)
+            with cap.open(f"cap-{strategy}-{share}-run", end) as (engine, clock, _):
+                turns = dia_ids(engine, sid)
+                clock.set(end + timedelta(days=HORIZONS_DAYS[0]))
+                capacity[name] = []
+                for q in tests:
+                    ranked, _ = ranking(engine, sid, q, turns, k=TEST_K, mode=None,
+                                        touch=False)
+                    capacity[name].append([recall_at_k(ranked, q.evidence, k)
                                            for k in DEFAULT_KS])
-        log(f"  capacity {strategy}: {evicted} evicted")
-    for p in root.glob(f"{conv.sample_id}-*"):
+            shutil.rmtree(path, ignore_errors=True)
+            evicted[name] = [got, asked]
+            log(f"  capacity {name}: {got} of {asked} evicted")
+    for p in root.glob(f"{sid}-*"):
         shutil.rmtree(p, ignore_errors=True)
-    log(f"{conv.sample_id}: done ({time.perf_counter() - t0:.0f}s)")
-    return {"rows": rows, "capacity": capacity, "tests": tests, "used": used}
+    log(f"{sid}: done ({time.perf_counter() - t0:.0f}s)")
+    return {"rows": rows, "capacity": capacity, "evicted": evicted, "tests": tests,
+            "used": used}
 
 
 def summarise(per_conv: Sequence[dict[str, Any]]) -> dict[str, Any]:
     rows: dict[str, dict[str, list[list[float]]]] = {}
     capacity: dict[str, list[list[float]]] = {}
+    evicted: dict[str, list[int]] = {}
     for pc in per_conv:
         for row, horizons in pc["rows"].items():
             for h, cells in horizons.items():
                 rows.setdefault(row, {}).setdefault(h, []).extend(cells)
         for s, cells in pc["capacity"].items():
             capacity.setdefault(s, []).extend(cells)
+        for s, (got, asked) in pc["evicted"].items():
+            tally = evicted.setdefault(s, [0, 0])
+            tally[0] += got
+            tally[1] += asked
     return {"rows": {r: {h: _mean(c) for h, c in hs.items()} for r, hs in rows.items()},
-            "capacity": {s: _mean(c) for s, c in capacity.items()}}
+            "capacity": {s: _mean(c) for s, c in capacity.items()},
+            "evicted": evicted}
 
 
 def format_rows(result: Mapping[str, Any]) -> str:
@@ -341,16 +424,18 @@ def format_rows(result: Mapping[str, Any]) -> str:
 
 
 def format_capacity(result: Mapping[str, Any]) -> str:
-    head = f"{'eviction':<10}  {'R@5/10/20 at +1 d':>18}"
+    head = f"{'eviction@share':<22}  {'R@5/10/20 at +1 d':>18}  {'evicted/asked':>14}"
     lines = [head, "-" * len(head)]
     for s, cells in result["capacity"].items():
-        lines.append(f"{s:<10}  {'/'.join(f'{v:.1f}' for v in cells):>18}")
+        got, asked = result["evicted"].get(s, (0, 0))
+        lines.append(f"{s:<22}  {'/'.join(f'{v:.1f}' for v in cells):>18}  "
+                     f"{f'{got}/{asked}':>14}")
     return "\n".join(lines)
 
 
-def _one(job: tuple[str, int, str, Sequence[str], bool]) -> dict[str, Any]:
+def _one(job: tuple[str, int, str, Plan, bool]) -> dict[str, Any]:
     """One conversation in a worker process (its own model and cache)."""
-    data, i, root, modes, quiet = job
+    data, i, root, plan, quiet = job
     import torch
 
     torch.set_num_threads(1)
@@ -359,9 +444,26 @@ def _one(job: tuple[str, int, str, Sequence[str], bool]) -> dict[str, Any]:
         if not quiet:
             print(msg, file=sys.stderr, flush=True)
 
-    out = run_conversation(load_locomo(data)[i], Path(root), CachingEmbedder(), modes, log)
+    conv = load_locomo(data)[i]
+    emb = CachingEmbedder()
+    cache = emb.cache_file(plan.embed_cache, conv.sample_id) if plan.embed_cache else None
+    if cache is not None:
+        emb.load(cache)
+    out = run_conversation(conv, Path(root), emb, plan, log)
+    if cache is not None:
+        emb.save(cache)
     out.pop("tests")
     return out
+
+
+def _shares(raw: str) -> tuple[float, ...]:
+    try:
+        shares = tuple(float(x) for x in raw.split(",") if x.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--capacity: numbers in (0, 1), got {raw!r}") from e
+    if any(not 0.0 < x < 1.0 for x in shares):
+        raise argparse.ArgumentTypeError(f"--capacity: numbers in (0, 1), got {raw!r}")
+    return shares
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -371,14 +473,37 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--conversations", type=int, default=None,
                     help="only the first N conversations (a quick look)")
     ap.add_argument("--modes", default=",".join(SEED_MODES),
-                    help="seed modes to practise and test (default: %(default)s)")
+                    help="seed modes to practise and test (default: %(default)s; '' for none)")
+    ap.add_argument("--no-rows", action="store_true",
+                    help="skip the horizon rows (capacity only)")
+    ap.add_argument("--capacity", type=_shares, default=CAPACITY_SHARES,
+                    help="capacities as shares of each conversation's turns (default "
+                         f"{','.join(f'{x:g}' for x in CAPACITY_SHARES)}; '' for none)")
+    ap.add_argument("--evictions", default=",".join((*EVICTION_POLICIES, *BASELINES)),
+                    help="engine eviction policies and baselines compared at each capacity "
+                         "(default: %(default)s)")
+    ap.add_argument("--embed-cache", type=Path, default=None,
+                    help="keep document and query vectors in this folder between runs")
+    ap.add_argument("--stores", type=Path, default=None,
+                    help="keep the ingested and practised stores in this folder and reuse "
+                         "them (only while ingest and practice are unchanged: for iterating "
+                         "on eviction)")
     ap.add_argument("--jobs", type=int, default=2,
                     help="conversations run in parallel processes (default %(default)s)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    evictions = tuple(e for e in args.evictions.split(",") if e)
+    unknown = [e for e in evictions if e not in (*EVICTION_POLICIES, *BASELINES)]
+    if unknown:
+        ap.error(f"--evictions: unknown {', '.join(map(repr, unknown))}; allowed: "
+                 f"{', '.join((*EVICTION_POLICIES, *BASELINES))}")
+    plan = Plan(modes=tuple(m for m in args.modes.split(",") if m), rows=not args.no_rows,
+                shares=args.capacity, evictions=evictions, stores=args.stores,
+                embed_cache=args.embed_cache)
+    if plan.stores is not None:
+        plan.stores.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     convs = load_locomo(args.data)[:args.conversations]
-    modes = [m for m in args.modes.split(",") if m]
     pairs = [split(c) for c in convs]
     n_test = sum(len(t) for _, t in pairs)
     print(f"LoCoMo in use, {args.data}: {len(convs)} conversations, "
@@ -390,19 +515,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     root = Path(tempfile.mkdtemp(prefix="mnemonia-inuse-"))
     try:
         with ProcessPoolExecutor(max(1, args.jobs)) as pool:
-            per_conv = list(pool.map(_one, [(args.data, i, str(root), modes, args.quiet)
+            per_conv = list(pool.map(_one, [(args.data, i, str(root), plan, args.quiet)
                                             for i in range(len(convs))]))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result = summarise(per_conv)
-    print()
-    print(f"shipped default mode: {MnemoniaConfig().default_mode}; test questions with "
-          "touch=False at +1/+30/+180 days after practice")
-    print(format_rows(result))
-    print()
-    print("capacity: each tenant shrunk to half its turns after practice (the same number "
-          "evicted by each strategy), test at +1 d")
-    print(format_capacity(result))
+    if plan.rows:
+        print()
+        print(f"shipped default mode: {MnemoniaConfig().default_mode}; test questions with "
+              "touch=False at +1/+30/+180 days after practice")
+        print(format_rows(result))
+    if plan.shares and plan.evictions:
+        print()
+        print(f"capacity: each tenant shrunk to a share of its turns after practice (default "
+              f"mode; shipped eviction_policy: {MnemoniaConfig().eviction_policy}); engine "
+              "policies evict until the limit or protection stops them, baselines exactly "
+              "as many as the limit asks; test at +1 d")
+        print(format_capacity(result))
     print(f"\n{time.perf_counter() - t0:.0f} s")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")

@@ -50,15 +50,17 @@ from mnemonia.scoring import retention as ret
 
 log = logging.getLogger("mnemonia")
 
-__all__ = ["EMBEDDER_BACKENDS", "ENV_OTHER_VARIABLES", "ENV_PREFIX", "MAX_METADATA_BYTES",
-           "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN", "ConfigKey", "MnemoniaConfig",
-           "reference", "reference_markdown"]
+__all__ = ["EMBEDDER_BACKENDS", "ENV_OTHER_VARIABLES", "ENV_PREFIX", "EVICTION_POLICIES",
+           "MAX_METADATA_BYTES", "MAX_METADATA_DEPTH", "MAX_TEXT_CHARS", "TENANT_PATTERN",
+           "ConfigKey", "MnemoniaConfig", "reference", "reference_markdown"]
 
 ENV_PREFIX = "MNEMONIA_"
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,62}[A-Za-z0-9])?$")
 MODES: tuple[str, ...] = tuple(_modes.MODES)
 """Names of the score blends (:data:`mnemonia.scoring.modes.MODES`)."""
 MAINTENANCE_MODES = ("background", "manual")
+EVICTION_POLICIES: tuple[str, ...] = prio.EVICTION_POLICIES
+"""Names of the eviction orders (:data:`mnemonia.scoring.priority.EVICTION_POLICIES`)."""
 EMBEDDER_BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
 """How the bundled all-MiniLM-L6-v2 runs (``MemoryEngine.open(embedder=None)``): ``torch``
 (sentence-transformers), ``onnx`` (the same weights exported once to ONNX and run by ONNX
@@ -123,6 +125,9 @@ class MnemoniaConfig:
     max_memories: int | None = key(None, Integer(1, optional=True), (
         "Active memories per tenant above which the eviction job removes some (up to "
         "`eviction_budget` a run); `None`: no limit."))
+    eviction_policy: str = key(prio.DEFAULT_EVICTION_POLICY, OneOf(EVICTION_POLICIES), (
+        "Which memories eviction takes first: `composite` is the seed's priority alone "
+        "(lowest first); `unused_first` takes never-used memories first, by that priority."))
     consolidation_threshold: float = key(cons.DEFAULT_THRESHOLD, Number(0, 1, low_open=True), (
         "Jaccard similarity of word sets at which memories group into one concept."))
     consolidation_min_group: int = key(cons.DEFAULT_MIN_GROUP, Integer(2), (

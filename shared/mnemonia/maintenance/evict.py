@@ -73,9 +73,12 @@ def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any
             ) -> list[prio.EvictionCandidate]:
     """The ``allowed`` lowest-priority unprotected memories, those never used first: a
     memory reported used (or rated 4-5) goes only when no unused one is left."""
-    with rt.reading() as conn:
-        used_ids = use_record(rt.sql, conn, tenant).uses
-    used = np.asarray([r.id in used_ids for r in rows], dtype=bool)
+    if rt.config.eviction_policy == "composite":
+        used = np.zeros(len(rows), dtype=bool)
+    else:
+        with rt.reading() as conn:
+            used_ids = use_record(rt.sql, conn, tenant).uses
+        used = np.asarray([r.id in used_ids for r in rows], dtype=bool)
     w = weights(rt.config)
     values = priority_array(rt.config, data, to_ts(now), w)
     chosen: list[prio.EvictionCandidate] = []

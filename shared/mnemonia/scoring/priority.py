@@ -27,7 +27,9 @@ from mnemonia.scoring.retention import DEFAULT_HALF_LIFE, retention
 __all__ = [
     "ACCESS_SATURATION",
     "DEFAULT_EVICTION_BUDGET",
+    "DEFAULT_EVICTION_POLICY",
     "DEFAULT_WEIGHTS",
+    "EVICTION_POLICIES",
     "PROTECTED_IMPORTANCE",
     "EvictionCandidate",
     "PriorityWeights",
@@ -40,6 +42,10 @@ __all__ = [
 
 ACCESS_SATURATION = 100.0
 DEFAULT_EVICTION_BUDGET = 0.05
+EVICTION_POLICIES = ("composite", "unused_first")
+"""Eviction orders: ``composite`` (the seed's priority alone, lowest first), ``unused_first``
+(memories never used first, each pool by that priority)."""
+DEFAULT_EVICTION_POLICY = "unused_first"
 PROTECTED_IMPORTANCE = 0.9
 _PRIORITY_FIELDS = ("importance", "recency", "access", "retention")
 _FLOAT_SLACK = 1e-9  # so that int(100 * 0.29) counts 29, not 28.999999999999996 -> 28
