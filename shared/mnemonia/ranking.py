@@ -18,7 +18,8 @@ from mnemonia.scoring import retention as ret
 from mnemonia.store.database import Connection
 from mnemonia.store.repository import SideStore
 
-__all__ = ["PRIORITY_COLUMNS", "USE_EVENTS", "UseRecord", "columns", "priority_array",
+__all__ = ["PRIORITY_COLUMNS", "USE_EVENTS", "UseRecord", "columns", "information_array",
+           "priority_array",
            "priority_of", "retention_of", "shortlist", "use_record", "weights"]
 
 SLACK = 1e-9
@@ -80,6 +81,20 @@ def priority_array(cfg: MnemoniaConfig, cols: Mapping[str, Sequence[Any]], nowts
                                                                          1.0)))
     value = n.importance * imp + n.recency * recency + n.access * access + n.retention * retention
     return np.clip(value, 0.0, 1.0)
+
+
+def information_array(cols: Mapping[str, Sequence[Any]], words: np.ndarray, nowts: float
+                      ) -> np.ndarray:
+    """:func:`mnemonia.scoring.priority.information` vectorised (``importance * content words
+    * (1 + recency)``), to shortlist before the exact computation; ``words`` holds each row's
+    content words. Agrees with the pure function to far better than ``SLACK``."""
+    if not cols:
+        return np.zeros(0)
+    imp = np.asarray(cols["importance"], dtype=float)
+    created = np.asarray(cols["created_at"], dtype=float)
+    recency = 1.0 / (1.0 + np.maximum(0.0, (nowts - created) / 86400.0))
+    value: np.ndarray = imp * np.asarray(words, dtype=float) * (1.0 + recency)
+    return value
 
 
 def shortlist(values: np.ndarray, mask: np.ndarray, n: int, *, lowest: bool) -> np.ndarray:

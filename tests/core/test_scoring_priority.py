@@ -244,3 +244,153 @@ def test_eviction_candidate_validation() -> None:
         cand("a", 0.1, state="frozen")
     with pytest.raises(InvalidImportanceError):
         cand("a", 0.1, importance=2.0)
+
+
+# --- eviction policies (issue 37) -------------------------------------------------------------
+
+
+def info_cand(id: str, *, uses: int = 0, state: str = "batched", words: int = 5,
+              importance: float = 0.5, age_d: float = 10.0, access_h: float = 0.0,
+              seq: int = 0, priority: float = 0.3) -> pr.EvictionCandidate:
+    info = pr.information(importance=importance, content_words=words,
+                          created_at=NOW - timedelta(days=age_d), now=NOW)
+    return pr.EvictionCandidate(id=id, priority=priority, importance=importance, state=state,
+                                accessed_at=NOW - timedelta(hours=access_h), seq=seq,
+                                uses=uses, content_words=words, information=info)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("haha nice!", 2),
+    ("ok, see you then", 2),  # "you", "then" are stop words
+    ("I moved to Lisbon in May to work for Atlas", 4),  # moved lisbon work atlas ("may": stop)
+    ("Lisbon, lisbon and LISBON", 1),  # distinct, lower-cased
+    ("a I x", 0),  # one-character tokens and stop words only
+    ("", 0),
+])
+def test_content_words(text: str, expected: int) -> None:
+    assert pr.content_words(text) == expected
+
+
+def test_information_exact_values() -> None:
+    # .5 * 4 * (1 + 1/(1+1)) = 3.0 a day after creation; .5 * 4 * 2 = 4.0 when new
+    assert pr.information(importance=0.5, content_words=4, created_at=NOW - timedelta(days=1),
+                          now=NOW) == pytest.approx(3.0)
+    assert pr.information(importance=0.5, content_words=4, created_at=NOW, now=NOW) == 4.0
+    assert pr.information(importance=0.8, content_words=10,
+                          created_at=NOW - timedelta(days=3), now=NOW) == pytest.approx(10.0)
+    assert pr.information(importance=0.0, content_words=30, created_at=NOW, now=NOW) == 0.0
+
+
+def test_information_rejects_bad_input() -> None:
+    with pytest.raises(InvalidImportanceError):
+        pr.information(importance=1.5, content_words=3, created_at=NOW, now=NOW)
+    with pytest.raises(InvalidInputError, match="content_words"):
+        pr.information(importance=0.5, content_words=-1, created_at=NOW, now=NOW)
+    with pytest.raises(NaiveDatetimeError):
+        pr.information(importance=0.5, content_words=3, created_at=datetime(2025, 1, 1),
+                       now=NOW)
+
+
+def test_informative_order_use_then_state_then_information_then_access() -> None:
+    used_short = info_cand("used_short", uses=1, words=1)
+    skipped_long = info_cand("skipped_long", state="skipped", words=30)
+    short = info_cand("short", words=2)
+    long_old_access = info_cand("long_old_access", words=9, access_h=5)
+    long_new_access = info_cand("long_new_access", words=9, access_h=1)
+    cands = [used_short, long_new_access, short, skipped_long, long_old_access]
+    order = pr.select_for_eviction(cands, count=5, policy="informative")
+    assert order == ["skipped_long", "short", "long_old_access", "long_new_access", "used_short"]
+
+
+def test_unused_first_and_composite_orders() -> None:
+    a = info_cand("a", uses=2, priority=0.1)
+    b = info_cand("b", priority=0.4)
+    c = info_cand("c", priority=0.2)
+    assert pr.select_for_eviction([a, b, c], count=3, policy="unused_first") == ["c", "b", "a"]
+    assert pr.select_for_eviction([a, b, c], count=3, policy="composite") == ["a", "c", "b"]
+    # the seed's default: composite, whatever the use and information fields say
+    assert pr.select_for_eviction([a, b, c], count=3) == ["a", "c", "b"]
+
+
+def test_new_memories_count_up_to_double() -> None:
+    # 6 content words stored today (6 * .5 * 2 = 6) outlast 10 stored 30 days ago (5.16)
+    fresh = info_cand("fresh", words=6, age_d=0.0)
+    old = info_cand("old", words=10, age_d=30.0)
+    assert pr.select_for_eviction([fresh, old], count=1, policy="informative") == ["old"]
+
+
+def test_protected_stay_under_every_policy() -> None:
+    keep = [info_cand("vip", importance=0.95, words=0),
+            pr.EvictionCandidate(id="pin", priority=0.0, accessed_at=NOW, importance=0.1,
+                                 pinned=True),
+            info_cand("hot", state="immediate", words=0)]
+    for policy in pr.EVICTION_POLICIES:
+        assert pr.select_for_eviction([*keep, info_cand("x", words=40)], count=4,
+                                      policy=policy) == ["x"]
+
+
+def test_eviction_reason_names_the_first_differing_term() -> None:
+    unused = info_cand("u", words=12)
+    used = info_cand("v", uses=2, words=1)
+    assert pr.eviction_reason(unused, used, "informative") == (
+        "never used (the other was used 2 times)")
+    skipped = info_cand("s", state="skipped", words=40)
+    assert pr.eviction_reason(skipped, unused, "informative") == (
+        "skipped by the gatekeeper (the other is batched)")
+    short = info_cand("x", words=3, age_d=1.0)  # .5 * 3 * 1.5 = 2.25
+    long = info_cand("y", words=8, age_d=1.0)  # .5 * 8 * 1.5 = 6
+    assert pr.eviction_reason(short, long, "informative") == (
+        "less information: 2.25 (3 content words, importance 0.5) < 6 (8 content words, "
+        "importance 0.5)")
+    older = info_cand("o", words=8, age_d=1.0, access_h=3)
+    assert pr.eviction_reason(older, long, "informative").startswith("last accessed earlier")
+    low, high = info_cand("p", priority=0.1), info_cand("q", priority=0.25)
+    assert pr.eviction_reason(low, high, "composite") == "lower priority: 0.1000 < 0.2500"
+    first, second = info_cand("f", seq=1), info_cand("g", seq=2)
+    assert pr.eviction_reason(first, second, "composite") == "stored earlier (#1 < #2)"
+
+
+def test_eviction_reason_refuses_the_wrong_order() -> None:
+    with pytest.raises(InvalidInputError, match="does not go before"):
+        pr.eviction_reason(info_cand("y", words=8), info_cand("x", words=3), "informative")
+
+
+@pytest.mark.parametrize("policy", ["lru", "", None, "Informative"])
+def test_unknown_policy_is_refused_with_the_allowed_names(policy: object) -> None:
+    with pytest.raises(InvalidInputError,
+                       match="must be one of informative, unused_first, composite, got"):
+        pr.select_for_eviction([info_cand("a")], policy=policy)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="must be one of"):
+        pr.eviction_key(info_cand("a"), policy)  # type: ignore[arg-type]
+
+
+def test_candidate_signal_fields_are_validated() -> None:
+    with pytest.raises(InvalidInputError, match="uses"):
+        info_cand("a", uses=-1)
+    with pytest.raises(InvalidInputError, match="information"):
+        pr.EvictionCandidate(id="a", priority=0.1, accessed_at=NOW, importance=0.5,
+                             information=-1.0)
+    with pytest.raises(InvalidInputError, match="content_words"):
+        pr.EvictionCandidate(id="a", priority=0.1, accessed_at=NOW, importance=0.5,
+                             content_words=1.5)  # type: ignore[arg-type]
+
+
+@PROPS
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["skipped", "batched"]),
+                          st.integers(0, 40), st.floats(0, 0.9), st.floats(0, 400)),
+                min_size=1, max_size=30),
+       st.integers(0, 30))
+def test_informative_never_takes_a_used_memory_while_an_unused_one_is_left(
+        specs: list[tuple[int, str, int, float, float]], count: int) -> None:
+    cands = [info_cand(f"m{i}", uses=u, state=s, words=w, importance=imp, age_d=age, seq=i)
+             for i, (u, s, w, imp, age) in enumerate(specs)]
+    chosen = pr.select_for_eviction(cands, count=count, policy="informative")
+    by_id = {c.id: c for c in cands}
+    assert len(chosen) == min(count, len(cands))
+    left = [c for c in cands if c.id not in chosen]
+    for cid in chosen:
+        c = by_id[cid]
+        for other in left:  # everything that stays sorts after everything that goes
+            assert pr.eviction_key(c, "informative") < pr.eviction_key(other, "informative")
+    if any(by_id[i].uses for i in chosen):
+        assert all(c.uses for c in left)

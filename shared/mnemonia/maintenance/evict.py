@@ -14,6 +14,7 @@ from mnemonia.maintenance.journal import remember
 from mnemonia.maintenance.reports import EvictionReport
 from mnemonia.ranking import (
     columns,
+    information_array,
     priority_array,
     priority_of,
     shortlist,
@@ -54,45 +55,95 @@ def _protected(rows: list[Any], data: dict[str, tuple[Any, ...]]) -> np.ndarray:
     return mask
 
 
+def _signals(c: prio.EvictionCandidate, policy: str) -> dict[str, Any]:
+    """What the evicted event keeps of the signals its policy read (``before``)."""
+    out: dict[str, Any] = {"deleted_at": None, "priority": round(c.priority, 6)}
+    if policy != "composite":
+        out["uses"] = c.uses
+    if policy == "informative":
+        out.update(state=c.state, content_words=c.content_words,
+                   information=round(c.information, 6))
+    return out
+
+
 def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
                  by_id: dict[str, prio.EvictionCandidate], now: datetime, reason: str
                  ) -> list[str]:
     nowts = to_ts(now)
+    policy = rt.config.eviction_policy
     with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
         keep = set(rt.sql.memories.soft_delete(conn, chosen, nowts))
         chosen = [i for i in chosen if i in keep]
         rt.sql.events.insert_events(conn, [rt.sql.events.event_row(
-            tenant, i, "evicted", nowts,
-            {"deleted_at": None, "priority": round(by_id[i].priority, 6)},
-            {"deleted_at": now.isoformat(), "reason": reason}) for i in chosen])
+            tenant, i, "evicted", nowts, _signals(by_id[i], policy),
+            {"deleted_at": now.isoformat(), "reason": reason, "policy": policy})
+            for i in chosen])
     return chosen
+
+
+def _read(rt: Runtime, tenant: str) -> tuple[list[Any], dict[str, tuple[Any, ...]]]:
+    """The tenant's active rows with the columns the configured policy reads."""
+    cols = _COLUMNS + (("text",) if rt.config.eviction_policy == "informative" else ())
+    with rt.reading() as conn:
+        rows = rt.sql.memories.active_rows(conn, tenant, cols)
+    return rows, columns(rows)
+
+
+def _candidate(rt: Runtime, r: Any, now: datetime, w: prio.PriorityWeights, uses: int,
+               words: int) -> prio.EvictionCandidate:
+    created = from_ts(r.created_at)
+    info = (prio.information(importance=float(r.importance), content_words=words,
+                             created_at=created, now=now)
+            if rt.config.eviction_policy == "informative" else 0.0)
+    return prio.EvictionCandidate(
+        id=r.id, priority=priority_of(rt.config, r, now, w), accessed_at=from_ts(r.accessed_at),
+        importance=float(r.importance), pinned=bool(r.pinned), state=r.state, seq=int(r.seq),
+        uses=uses, content_words=words, information=info)
+
+
+def _pools(rt: Runtime, rows: list[Any], data: dict[str, tuple[Any, ...]], uses: dict[str, int],
+           now: datetime) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """The configured policy's pools, in the order they are emptied (each a mask), the value
+    that orders a pool (lowest first, vectorised to shortlist) and each row's content words."""
+    policy = rt.config.eviction_policy
+    n = len(rows)
+    used = np.asarray([uses.get(r.id, 0) > 0 for r in rows], dtype=bool)
+    if policy == "informative":
+        words = np.fromiter((prio.content_words(t) for t in data["text"]), dtype=np.int64,
+                            count=n)
+        values = information_array(data, words, to_ts(now))
+        skipped = np.asarray(data["state"], dtype=object) == reeval.SKIPPED
+        pools = [~used & skipped, ~used & ~skipped, used & skipped, used & ~skipped]
+    else:
+        words = np.zeros(n, dtype=np.int64)
+        values = priority_array(rt.config, data, to_ts(now), weights(rt.config))
+        pools = [np.ones(n, dtype=bool)] if policy == "composite" else [~used, used]
+    return pools, values, words
 
 
 def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any, ...]],
             protected: np.ndarray, allowed: int, now: datetime
             ) -> list[prio.EvictionCandidate]:
-    """The ``allowed`` lowest-priority unprotected memories, those never used first: a
-    memory reported used (or rated 4-5) goes only when no unused one is left."""
-    if rt.config.eviction_policy == "composite":
-        used = np.zeros(len(rows), dtype=bool)
-    else:
+    """The first ``allowed`` unprotected memories in the order of ``eviction_policy``
+    (:func:`mnemonia.scoring.priority.eviction_key`): pool by pool, each shortlisted on its
+    vectorised value, then ordered exactly by the pure core."""
+    policy = rt.config.eviction_policy
+    uses: dict[str, int] = {}
+    if policy != "composite":
         with rt.reading() as conn:
-            used_ids = use_record(rt.sql, conn, tenant).uses
-        used = np.asarray([r.id in used_ids for r in rows], dtype=bool)
+            uses = use_record(rt.sql, conn, tenant).uses
+    pools, values, words = _pools(rt, rows, data, uses, now)
     w = weights(rt.config)
-    values = priority_array(rt.config, data, to_ts(now), w)
     chosen: list[prio.EvictionCandidate] = []
-    for pool in (~protected & ~used, ~protected & used):
+    for pool in pools:
         need = allowed - len(chosen)
         if need <= 0:
             break
-        candidates = {rows[i].id: prio.EvictionCandidate(
-            id=rows[i].id, priority=priority_of(rt.config, rows[i], now, w),
-            accessed_at=from_ts(rows[i].accessed_at), importance=float(rows[i].importance),
-            pinned=bool(rows[i].pinned), state=rows[i].state, seq=int(rows[i].seq))
-            for i in shortlist(values, pool, need, lowest=True)}
+        candidates = {rows[i].id: _candidate(rt, rows[i], now, w, uses.get(rows[i].id, 0),
+                                             int(words[i]))
+                      for i in shortlist(values, pool & ~protected, need, lowest=True)}
         chosen += [candidates[i] for i in prio.select_for_eviction(
-            candidates.values(), budget=rt.config.eviction_budget, count=need)]
+            candidates.values(), budget=rt.config.eviction_budget, count=need, policy=policy)]
     return chosen
 
 
@@ -103,9 +154,7 @@ def eviction_order(rt: Runtime, *, tenant: str, limit: int
     the active count, and how many one explicit run (``engine.evict``) takes."""
     rt.check_open()
     now = rt.now()
-    with rt.reading() as conn:
-        rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS)
-    data = columns(rows)
+    rows, data = _read(rt, tenant)
     picked = _choose(rt, tenant, rows, data, _protected(rows, data), min(limit, len(rows)),
                      now) if rows and limit > 0 else []
     return picked, len(rows), prio.eviction_count(len(rows), rt.config.eviction_budget)
@@ -126,11 +175,9 @@ def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
     rt.check_open()
     boolean(force, "force")
     now = rt.now()
-    with rt.reading() as conn:
-        rows = rt.sql.memories.active_rows(conn, tenant, _COLUMNS)
+    rows, data = _read(rt, tenant)
     active = len(rows)
     allowed, reason = _allowed(rt, active, force)
-    data = columns(rows)
     protected = _protected(rows, data)
     chosen: list[str] = []
     if allowed:
