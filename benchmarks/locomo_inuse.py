@@ -390,18 +390,26 @@ def run_conversation(conv: Conversation, root: Path, emb: CachingEmbedder, plan:
     for p in root.glob(f"{sid}-*"):
         shutil.rmtree(p, ignore_errors=True)
     log(f"{sid}: done ({time.perf_counter() - t0:.0f}s)")
+    seen = {e for q in practice for e in q.evidence}
     return {"rows": rows, "capacity": capacity, "evicted": evicted, "tests": tests,
-            "used": used}
+            "used": used, "shared": [bool(seen & set(q.evidence)) for q in tests]}
 
 
 def summarise(per_conv: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean R@k per row and horizon (and, under ``"split"``, over the test questions that
+    share an evidence turn with a practice question, ``"shared"``, and over the rest), and
+    per capacity."""
     rows: dict[str, dict[str, list[list[float]]]] = {}
+    split_rows: dict[str, dict[str, dict[str, list[list[float]]]]] = {"shared": {}, "rest": {}}
     capacity: dict[str, list[list[float]]] = {}
     evicted: dict[str, list[int]] = {}
     for pc in per_conv:
         for row, horizons in pc["rows"].items():
             for h, cells in horizons.items():
                 rows.setdefault(row, {}).setdefault(h, []).extend(cells)
+                for cell, shared in zip(cells, pc["shared"], strict=True):
+                    part = split_rows["shared" if shared else "rest"]
+                    part.setdefault(row, {}).setdefault(h, []).append(cell)
         for s, cells in pc["capacity"].items():
             capacity.setdefault(s, []).extend(cells)
         for s, (got, asked) in pc["evicted"].items():
@@ -409,6 +417,11 @@ def summarise(per_conv: Sequence[dict[str, Any]]) -> dict[str, Any]:
             tally[0] += got
             tally[1] += asked
     return {"rows": {r: {h: _mean(c) for h, c in hs.items()} for r, hs in rows.items()},
+            "split": {part: {r: {h: _mean(c) for h, c in hs.items()} for r, hs in rs.items()}
+                      for part, rs in split_rows.items()},
+            "questions": {part: sum(sum(pc["shared"]) if part == "shared" else
+                                    len(pc["shared"]) - sum(pc["shared"]) for pc in per_conv)
+                          for part in ("shared", "rest")},
             "capacity": {s: _mean(c) for s, c in capacity.items()},
             "evicted": evicted}
 
@@ -525,6 +538,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"shipped default mode: {MnemoniaConfig().default_mode}; test questions with "
               "touch=False at +1/+30/+180 days after practice")
         print(format_rows(result))
+        for part, what in (("shared", "sharing an evidence turn with a practice question"),
+                           ("rest", "sharing none")):
+            print(f"\n{result['questions'][part]} test questions {what}:")
+            print(format_rows({"rows": result["split"][part]}))
     if plan.shares and plan.evictions:
         print()
         print(f"capacity: each tenant shrunk to a share of its turns after practice (default "

@@ -225,14 +225,45 @@ def maintain(job: Annotated[str, typer.Argument(
                  help="run every job on this cadence as a process of its own, until Ctrl-C "
                       "(e.g. 30s, 10m, 1h)")] = None,
              rounds: Annotated[int | None, typer.Option(
-                 help="with --every: stop after this many rounds")] = None) -> None:
+                 help="with --every: stop after this many rounds")] = None,
+             dry_run: Annotated[bool, typer.Option(
+                 "--dry-run", help="evict only: list what eviction takes next, each "
+                 "memory's signals and why it goes before the next; change nothing")] = False,
+             limit: Annotated[int, typer.Option(help="with --dry-run: rows per tenant")] = 20
+             ) -> None:
     """Run maintenance jobs, with a progress bar (or, with --every, keep running them)."""
     seconds = None if every is None else parse_duration(every)
+    if dry_run and (job != "evict" or seconds is not None):
+        raise InvalidInputError(f"--dry-run: only for `maintain evict` without --every, got "
+                                f"job={job!r}{' with --every' if seconds else ''}")
+    positive_int(limit, "limit")
     with _open(path, maintenance="manual") as engine:
-        if seconds is None:
+        if dry_run:
+            _evict_dry_run(engine, tenant, limit)
+        elif seconds is None:
             run_maintenance(engine, job=job, tenant=tenant, console=console)
         else:
             _maintain_every(engine, seconds, tenant, rounds)
+
+
+def _evict_dry_run(engine: Any, tenant: str | None, limit: int) -> None:
+    """Per tenant, what eviction takes next (``*``: in the next explicit run), the signals
+    its policy reads and why each goes before the next; nothing is written."""
+    from mnemonia.inspection import fading
+
+    for t in [check_tenant(tenant)] if tenant is not None else engine.tenants():
+        f = fading(engine.runtime, t, limit=limit)
+        table = Table(title=escape(f"evict --dry-run {t}: policy {f.policy}, one run takes "
+                                   f"{f.next_run} of {f.active} active"))
+        for col in ("#", "id", "memory", "state", "uses", "words", "info", "priority",
+                    "goes before the next because"):
+            table.add_column(col, max_width=40 if col == "memory" else None)
+        for n, i in enumerate(f.items, start=1):
+            table.add_row(f"{n}{'*' if i.next_run else ''}", escape(i.memory.id),
+                          escape(i.memory.text), i.memory.state, str(i.uses),
+                          str(i.content_words), f"{i.information:.3g}", f"{i.priority:.4f}",
+                          escape(i.reason))
+        console.print(table)
 
 
 def parse_duration(text: str) -> float:

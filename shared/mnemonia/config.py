@@ -126,8 +126,10 @@ class MnemoniaConfig:
         "Active memories per tenant above which the eviction job removes some (up to "
         "`eviction_budget` a run); `None`: no limit."))
     eviction_policy: str = key(prio.DEFAULT_EVICTION_POLICY, OneOf(EVICTION_POLICIES), (
-        "Which memories eviction takes first: `composite` is the seed's priority alone "
-        "(lowest first); `unused_first` takes never-used memories first, by that priority."))
+        "Which memories eviction takes first (`EVICTION_POLICIES`): `informative` takes "
+        "never-used memories first, then those the gatekeeper skipped, then the least "
+        "`importance * distinct content words * (1 + recency)`; `unused_first` never-used "
+        "first, by priority; `composite` the seed's priority alone, lowest first."))
     consolidation_threshold: float = key(cons.DEFAULT_THRESHOLD, Number(0, 1, low_open=True), (
         "Jaccard similarity of word sets at which memories group into one concept."))
     consolidation_min_group: int = key(cons.DEFAULT_MIN_GROUP, Integer(2), (

@@ -26,6 +26,7 @@ from mnemonia.maintenance.review import due_for_review
 from mnemonia.models import KINDS, Event, Memory, Relation
 from mnemonia.ranking import priority_of, use_record, weights
 from mnemonia.runtime import Runtime
+from mnemonia.scoring import priority as prio
 from mnemonia.scoring import reevaluation as reeval
 from mnemonia.scoring import sm2
 from mnemonia.scoring.retention import retention
@@ -359,43 +360,57 @@ def review_schedule(rt: Runtime, tenant: str, *, days: int = 30) -> list[tuple[s
 
 @dataclass(frozen=True, kw_only=True)
 class FadingItem:
+    """A memory eviction would take, with the signals its policy reads and ``reason``: why
+    it goes before the next one in the order (the first term of their sort keys that
+    differs; empty when nothing follows it)."""
+
     memory: Memory
     priority: float
     retention: float
     used: bool
     next_run: bool
+    uses: int = 0
+    content_words: int = 0
+    information: float = 0.0
+    reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class FadingList:
-    """What eviction takes next (lowest priority first, never-used before used), and the
+    """What eviction takes next, in the order of ``policy`` (``eviction_policy``), and the
     memories forgotten most recently (restorable)."""
 
     active: int
     next_run: int
     items: list[FadingItem]
     forgotten: list[Memory]
+    policy: str = prio.DEFAULT_EVICTION_POLICY
 
 
 def fading(rt: Runtime, tenant: str, *, limit: int = 100) -> FadingList:
-    """The next ``limit`` memories eviction would take, in its order; the first
-    ``next_run`` go in the next explicit run; plus the ``limit`` forgotten most recently."""
+    """The next ``limit`` memories eviction would take, in its order, each with its signals
+    and why it goes before the next; the first ``next_run`` go in the next explicit run;
+    plus the ``limit`` forgotten most recently."""
     now = rt.now()
-    picked, active, per_run = eviction_order(rt, tenant=tenant, limit=limit)
+    policy = rt.config.eviction_policy
+    picked, active, per_run = eviction_order(rt, tenant=tenant, limit=limit + 1)
     with rt.reading() as conn:
         rows = rt.sql.memories.rows(conn, tenant, [c.id for c in picked])
-        used = use_record(rt.sql, conn, tenant).uses
         gone = rt.sql.inspect.recently_deleted(conn, tenant, limit)
     items = []
-    for i, c in enumerate(picked):
+    for i, c in enumerate(picked[:limit]):
         if c.id not in rows:
             continue
         mem = rt.sql.memories.to_memory(rows[c.id])
-        items.append(FadingItem(memory=mem, priority=c.priority, retention=retention(
-            accessed_at=mem.accessed_at, now=now, importance=mem.importance,
-            stability=mem.stability, half_life=rt.config.retention_half_life),
-            used=c.id in used, next_run=i < per_run))
-    return FadingList(active=active, next_run=per_run, items=items,
+        after = picked[i + 1] if i + 1 < len(picked) else None
+        items.append(FadingItem(
+            memory=mem, priority=c.priority, used=c.uses > 0, next_run=i < per_run,
+            retention=retention(accessed_at=mem.accessed_at, now=now,
+                                importance=mem.importance, stability=mem.stability,
+                                half_life=rt.config.retention_half_life),
+            uses=c.uses, content_words=c.content_words, information=c.information,
+            reason="" if after is None else prio.eviction_reason(c, after, policy)))
+    return FadingList(active=active, next_run=per_run, items=items, policy=policy,
                       forgotten=[rt.sql.memories.to_memory(r) for r in gone])
 
 

@@ -394,3 +394,10 @@ def test_informative_never_takes_a_used_memory_while_an_unused_one_is_left(
             assert pr.eviction_key(c, "informative") < pr.eviction_key(other, "informative")
     if any(by_id[i].uses for i in chosen):
         assert all(c.uses for c in left)
+
+
+def test_eviction_reason_counts_one_word_in_the_singular() -> None:
+    one, two = info_cand("a", words=1, age_d=1.0), info_cand("b", words=2, age_d=1.0)
+    assert pr.eviction_reason(one, two, "informative") == (
+        "less information: 0.75 (1 content word, importance 0.5) < 1.5 (2 content words, "
+        "importance 0.5)")

@@ -3,9 +3,11 @@ through the real Starlette app (TestClient), real Chroma and real SQLite."""
 
 from __future__ import annotations
 
+import html
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+import pytest
 from mnemonia import lifecycle
 from starlette.testclient import TestClient
 
@@ -48,7 +50,9 @@ def test_tenants_with_counts_by_state_and_kind_and_the_last_maintenance(
 def test_recall_console_explains_each_hit_and_records_no_access(
         client: TestClient, store: Store) -> None:
     before = store.engine.get(store.ids["batched"], tenant="alice")
-    r = client.get("/api/t/alice/recall", params={"q": "what does Alice drink?", "k": 3})
+    # the question the green-tea memory was used for: its use cue lifts it to the top
+    r = client.get("/api/t/alice/recall",
+                   params={"q": "what does Alice drink in the afternoon?", "k": 3})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["hits"][0]["memory"]["id"] == store.ids["batched"]
@@ -231,9 +235,22 @@ def test_fading_is_the_eviction_order_and_lists_the_forgotten(
     assert store.ids["pinned"] not in ids and store.ids["immediate"] not in ids
     assert store.ids["forgotten"] not in ids
     assert [m["id"] for m in body["forgotten"]] == [store.ids["forgotten"]]
-    unused = [i["priority"] for i in body["items"] if not i["used"]]
-    assert unused == sorted(unused)
+    assert body["policy"] == "informative"
+    # never used first, then skipped, then the least information (importance * words * ...)
+    keys = [(i["used"], i["memory"]["state"] != "skipped", i["information"])
+            for i in body["items"]]
+    assert keys == sorted(keys)
+    assert all(i["information"] == pytest.approx(
+        i["memory"]["importance"] * i["content_words"] * (1 + 1 / (1 + (
+            store.clock.now() - datetime.fromisoformat(i["memory"]["created_at"])
+        ).total_seconds() / 86400))) for i in body["items"])
+    # each says why it goes before the next; the last has no next (the list is not cut)
+    assert all(i["before_next_because"] for i in body["items"][:-1])
+    assert body["items"][-1]["before_next_because"] == ""
     assert sum(i["in_next_run"] for i in body["items"]) == body["next_run"] >= 1
+    page = client.get("/t/alice/fading").text
+    assert "goes before the next because" in page and "informative" in page
+    assert html.escape(body["items"][0]["before_next_because"]) in page
     report = store.engine.evict(tenant="alice")  # eviction takes exactly what was shown
     assert list(report.ids) == ids[:body["next_run"]]
 

@@ -150,8 +150,9 @@ def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any
 def eviction_order(rt: Runtime, *, tenant: str, limit: int
                    ) -> tuple[list[prio.EvictionCandidate], int, int]:
     """What eviction would take next: the first ``limit`` memories in the order an explicit
-    run picks them (never-used lowest priority first, then used ones; protected ones never),
-    the active count, and how many one explicit run (``engine.evict``) takes."""
+    run picks them (``eviction_policy``'s order; protected ones never), each with the signals
+    that order reads, the active count, and how many one explicit run (``engine.evict``)
+    takes. Reads only."""
     rt.check_open()
     now = rt.now()
     rows, data = _read(rt, tenant)
@@ -161,15 +162,17 @@ def eviction_order(rt: Runtime, *, tenant: str, limit: int
 
 
 def evict(rt: Runtime, *, tenant: str, force: bool = True) -> EvictionReport:
-    """Soft-delete the lowest-priority active memories of ``tenant``.
+    """Soft-delete the first active memories of ``tenant`` in ``eviction_policy``'s order.
 
     An explicit run (``force=True``, what ``engine.evict`` does) removes
     ``max(1, int(active * eviction_budget))`` memories; automatic maintenance
     (``force=False``) evicts only while the tenant is over ``max_memories`` (when set), at most
     the budget and never below the limit. Never evicted: importance > 0.9, pinned, state
-    ``immediate``. Memories never used go first (by priority), used ones (reported use,
-    feedback 4-5) only when no unused one is left. Ties go to the older access. Each
-    eviction writes an ``evicted`` event;
+    ``immediate``. Under ``informative`` (the default) memories never used (reported use,
+    feedback 4-5) go first, then those the gatekeeper skipped, then the least information
+    (:func:`mnemonia.scoring.priority.information`); ``unused_first`` orders the unused and
+    then the used by priority; ``composite`` by priority alone. Ties go to the older access.
+    Each eviction writes an ``evicted`` event with the policy and the signals it read;
     ``engine.restore(id)`` brings a memory back whole.
     """
     rt.check_open()

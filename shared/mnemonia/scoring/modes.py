@@ -106,7 +106,13 @@ class LifecyclePrior:
       and plain recalls are not use: on LoCoMo in use they lifted whatever recall returned
       often and cost recall (docs/benchmarks/in-use.md).
     - ``cue``: the cosine between this query and the most similar query the memory was used
-      for (a use cue): use counts most where the question is like the one it answered.
+      for (a use cue): use counts where the question is like the one it answered. By default
+      only there (``use_gain=0``, ``cue_gain=0.3``): on LoCoMo in use a lift for use
+      everywhere moved used memories above the evidence of test questions that share no
+      evidence with a practised one (their R@5: 74.9 without practice, 72.0 with
+      ``use_gain`` 0.1 alone, 73.6 with 0.01 beside the cue, 74.4 with the cue alone), and
+      a cue lift up to double (``cue_gain`` 1.0) did the same for look-alike questions about
+      other turns (docs/benchmarks/in-use.md).
     - ``practice`` in ``[0, 1)``: the ACT-R base-level strength of the memory's accesses
       (:func:`practice_strength`), 0 for a memory never accessed; off by default
       (``practice_gain=0``: measured, it lifts hubs).
@@ -122,8 +128,8 @@ class LifecyclePrior:
             not positive; the message lists every violation.
     """
 
-    use_gain: float = 0.1
-    cue_gain: float = 1.0
+    use_gain: float = 0.0
+    cue_gain: float = 0.3
     cue_threshold: float = 0.7
     fail_loss: float = 0.3
     use_scale: float = 2.0

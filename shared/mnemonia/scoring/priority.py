@@ -65,7 +65,7 @@ EVICTION_POLICIES = ("informative", "unused_first", "composite")
 """Eviction orders: ``informative`` (never used first, then ``skipped`` ones, then the least
 :func:`information`), ``unused_first`` (never used first, then the lowest priority),
 ``composite`` (the seed's priority alone, lowest first)."""
-DEFAULT_EVICTION_POLICY = "unused_first"
+DEFAULT_EVICTION_POLICY = "informative"
 PROTECTED_IMPORTANCE = 0.9
 _PRIORITY_FIELDS = ("importance", "recency", "access", "retention")
 _FLOAT_SLACK = 1e-9  # so that int(100 * 0.29) counts 29, not 28.999999999999996 -> 28
@@ -312,15 +312,19 @@ def _terms(policy: str) -> tuple[str, ...]:
     return ("use", "state", "information", "accessed_at", "seq", "id")
 
 
+def _words(n: int) -> str:
+    return f"{n} content word{'s' * (n != 1)}"
+
+
 def _said(term: str, a: EvictionCandidate, b: EvictionCandidate) -> str:
     if term == "use":
         return f"never used (the other was used {b.uses} time{'s' * (b.uses != 1)})"
     if term == "state":
         return f"skipped by the gatekeeper (the other is {b.state})"
     if term == "information":
-        return (f"less information: {a.information:.3g} ({a.content_words} content words, "
-                f"importance {a.importance:g}) < {b.information:.3g} ({b.content_words} content "
-                f"words, importance {b.importance:g})")
+        return (f"less information: {a.information:.3g} ({_words(a.content_words)}, "
+                f"importance {a.importance:g}) < {b.information:.3g} "
+                f"({_words(b.content_words)}, importance {b.importance:g})")
     if term == "priority":
         return f"lower priority: {a.priority:.4f} < {b.priority:.4f}"
     if term == "accessed_at":

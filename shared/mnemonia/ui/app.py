@@ -203,8 +203,11 @@ def _fading(app: Inspector, request: Request) -> Response:
     if _api(request):
         return JSONResponse({
             "tenant": tenant, "active": fading.active, "next_run": fading.next_run,
+            "policy": fading.policy,
             "items": [{"memory": views.memory_json(i.memory, retention=i.retention),
-                       "priority": i.priority, "used": i.used, "in_next_run": i.next_run}
+                       "priority": i.priority, "used": i.used, "uses": i.uses,
+                       "content_words": i.content_words, "information": i.information,
+                       "in_next_run": i.next_run, "before_next_because": i.reason}
                       for i in fading.items],
             "forgotten": [views.memory_json(m) for m in fading.forgotten]})
     return app.page(request, "fading.html", tenant=tenant, fading=fading)
