@@ -102,15 +102,19 @@ def _candidate(rt: Runtime, r: Any, now: datetime, w: prio.PriorityWeights, uses
 
 
 def _pools(rt: Runtime, rows: list[Any], data: dict[str, tuple[Any, ...]], uses: dict[str, int],
-           now: datetime) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+           protected: np.ndarray, now: datetime
+           ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The configured policy's pools, in the order they are emptied (each a mask), the value
-    that orders a pool (lowest first, vectorised to shortlist) and each row's content words."""
+    that orders a pool (lowest first, vectorised to shortlist) and each row's content words
+    (counted for the rows that may go: the text is the costly part of a pass)."""
     policy = rt.config.eviction_policy
     n = len(rows)
     used = np.asarray([uses.get(r.id, 0) > 0 for r in rows], dtype=bool)
     if policy == "informative":
-        words = np.fromiter((prio.content_words(t) for t in data["text"]), dtype=np.int64,
-                            count=n)
+        texts, open_rows = data["text"], np.nonzero(~protected)[0]
+        words = np.zeros(n, dtype=np.int64)
+        words[open_rows] = np.fromiter((prio.content_words(texts[i]) for i in open_rows),
+                                       dtype=np.int64, count=open_rows.size)
         values = information_array(data, words, to_ts(now))
         skipped = np.asarray(data["state"], dtype=object) == reeval.SKIPPED
         pools = [~used & skipped, ~used & ~skipped, used & skipped, used & ~skipped]
@@ -132,7 +136,7 @@ def _choose(rt: Runtime, tenant: str, rows: list[Any], data: dict[str, tuple[Any
     if policy != "composite":
         with rt.reading() as conn:
             uses = use_record(rt.sql, conn, tenant).uses
-    pools, values, words = _pools(rt, rows, data, uses, now)
+    pools, values, words = _pools(rt, rows, data, uses, protected, now)
     w = weights(rt.config)
     chosen: list[prio.EvictionCandidate] = []
     for pool in pools:
