@@ -64,7 +64,7 @@ class EvictionReport(Report):
             immediate).
         allowed: How many the run was allowed to evict (the budget, or fewer in automatic mode).
         evicted: How many were soft-deleted.
-        ids: The evicted ids, lowest priority first.
+        ids: The evicted ids, in the order of ``eviction_policy`` (first to go first).
         reason: ``budget`` (explicit run), ``over_max_memories`` or ``not_over_max_memories``.
     """
 
