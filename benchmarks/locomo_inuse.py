@@ -27,15 +27,21 @@ clock moves as long as practice would have lasted, no recall), ``relevance_no_pr
 (the same store asked in ``relevance`` mode) and each built-in mode with practice in that
 mode.
 
-Capacity: after practice (shipped default) each tenant is shrunk to half its turns by the
-engine's eviction (``max_memories`` = half, the automatic eviction run until it stops; what
-it cannot evict, pinned / important / ``immediate``, stays), beside the same number evicted
-oldest-first, least-recently-accessed-first and at random (seeded); then the test questions
-at +1 day; evidence evicted counts as missed.
+Capacity: after practice (shipped default) each tenant is shrunk to each share of
+``--capacity`` (default 50% and 25%) of its turns by each engine ``eviction_policy`` of
+``--evictions`` (``max_memories`` = the limit, the automatic eviction run until it stops; what
+it may not evict, pinned / important / ``immediate``, stays) and by the baselines oldest-first,
+least-recently-accessed-first and random (seeded), which evict exactly as many as the limit
+asks; then the test questions at +1 day; evidence evicted counts as missed.
 
 ``--json OUT`` writes ``{"rows": {NAME: {"h1": [r5, r10, r20], "h30": [...], "h180": [...]}},
-"capacity": {"mnemonia" | "oldest" | "lru" | "random": [r5, r10, r20]}}`` (percent).
-Everything lives in a temporary folder deleted at the end.
+"split": {"shared" | "rest": {NAME: {...}}}, "questions": {"shared": n, "rest": n},
+"capacity": {"<policy or baseline>@<share>": [r5, r10, r20]}, "evicted": {...: [evicted,
+asked]}}`` (percent; ``shared``: the test questions that share an evidence turn with a
+practice question). ``--embed-cache DIR`` keeps the vectors between runs; ``--stores DIR``
+keeps the ingested and practised stores and reuses them (valid only while ingest and practice
+are unchanged: for iterating on eviction). Otherwise everything lives in a temporary folder
+deleted at the end.
 """
 
 from __future__ import annotations
