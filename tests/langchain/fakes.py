@@ -90,3 +90,51 @@ class ScriptedToolChatModel(BaseChatModel):
 def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id,
                                               "type": "tool_call"}])
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Plays the part of an LLM in the guides' examples (docs/examples/), deterministically:
+
+    - a user message that is a key of ``tool_calls`` -> that tool call (``(name, args)``), as
+      an LLM would act on "Remember that ...";
+    - after a tool result -> ``"<tool name>: <result>"``;
+    - anything else -> the memory lines (``- ...``) of its system prompt joined with ``"; "``
+      (what a real model would answer from), or ``"I don't know."``.
+
+    ``seen`` keeps every list of messages it was given; ``bound`` the tool names of the last
+    ``bind_tools``.
+    """
+
+    tool_calls: dict[str, tuple[str, dict[str, Any]]] = Field(default_factory=dict)
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[str] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        self.bound = [t.get("name", "?") if isinstance(t, dict)
+                      else getattr(t, "name", getattr(t, "__name__", str(t))) for t in tools]
+        return self
+
+    def system_prompts(self) -> list[str]:
+        """The system message of each call, in order ("" when a call had none)."""
+        return ["\n".join(m.text for m in messages if m.type == "system")
+                for messages in self.seen]
+
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if last.type == "tool":
+            return AIMessage(content=f"{last.name}: {last.text}")
+        if last.type == "human" and last.text in self.tool_calls:
+            name, args = self.tool_calls[last.text]
+            return _call(name, args, f"call-{len(self.seen)}")
+        system = "\n".join(m.text for m in messages if m.type == "system")
+        lines = [line[2:] for line in system.splitlines() if line.startswith("- ")]
+        return AIMessage(content="; ".join(lines) if lines else "I don't know.")
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
