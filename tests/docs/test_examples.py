@@ -2,7 +2,10 @@
 documentation pages (docs/), each file's blocks in order in one fresh process (a later block
 may use what an earlier one made, as a reader would), in a new temporary folder, so
 ``./memory`` is a new store. A block that cannot run here (it needs a Chroma server, say) is
-preceded by ``<!-- skip: why -->``."""
+preceded by ``<!-- skip: why -->``. A block that includes a file of docs/examples/
+(``--8<-- "file"``, the guides' examples) is run by that example's own test, with a
+scripted model in place of the LLM; every example is included by a page and named by a
+test."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
 SKIP = re.compile(r"<!-- skip: \S.* -->")
+INCLUDE = re.compile(r'^--8<-- "([^"]+)"$', re.M)
+EXAMPLES = ROOT / "docs" / "examples"
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -37,6 +42,8 @@ def python_blocks(path: Path) -> list[tuple[str, str]]:
         before = text[:match.start()].rstrip().splitlines()
         if before and SKIP.fullmatch(before[-1].strip()):
             continue
+        if INCLUDE.fullmatch(match.group(1).strip()):
+            continue  # a guide's example file: run by its own test
         line = text[:match.start()].count("\n") + 2
         blocks.append((f"{path.relative_to(ROOT)}:{line}", match.group(1)))
     return blocks
@@ -73,3 +80,13 @@ def test_the_pages_mark_few_blocks_to_skip() -> None:
                for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]}
     assert {p: n for p, n in skipped.items() if n} == {"docs/server-mode.md": 1}
     assert len(PAGES) >= 8 and ROOT / "README.md" in PAGES
+
+
+def test_every_example_is_included_by_a_page_and_run_by_a_test() -> None:
+    examples = sorted(p.name for p in EXAMPLES.iterdir() if p.is_file())
+    pages = [p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md")]
+    included = sorted({name for text in pages for name in INCLUDE.findall(text)})
+    assert included == examples
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py")
+                      if p.name.startswith("test_"))
+    assert [name for name in examples if Path(name).stem not in tests] == []

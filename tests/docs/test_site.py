@@ -5,7 +5,9 @@ reference does not build."""
 from __future__ import annotations
 
 import dataclasses
+import html
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +43,20 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     assert "mnemonia.MemoryEngine.recall" in api and "Recall by spreading activation" in api
     for name in ("lifecycle", "langchain", "llamaindex"):
         assert (site / "notebooks" / name / "index.html").is_file(), name
+    # the guides include their example files whole (pymdownx.snippets); the files
+    # themselves stay out of the site
+    for page, example in [("langmem", "langmem_agent.py"),
+                          ("langchain-agents", "langchain_agent.py"),
+                          ("langgraph-agents", "langgraph_agent.py"),
+                          ("llamaindex-agents", "llamaindex_agent.py"),
+                          ("mcp-clients", "claude_desktop_config.json"),
+                          ("mcp-clients", "mcp_client.py"), ("mcp-clients", "mcp_inspector.sh")]:
+        shown = html.unescape(re.sub(r"<[^>]+>", "", (site / page / "index.html").read_text(
+            encoding="utf-8")))
+        lines = (ROOT / "docs" / "examples" / example).read_text(encoding="utf-8").splitlines()
+        assert [line for line in lines if line.strip() not in shown] == [], (page, example)
+        assert "--8<--" not in shown, page
+    assert not (site / "examples").exists()
 
 
 def site_copy(tmp_path: Path) -> Path:
@@ -60,7 +76,8 @@ def site_copy(tmp_path: Path) -> Path:
      "no-such-section"),
     ("reference/mnemonia.md", "::: mnemonia.NoSuchName", "mnemonia.NoSuchName"),
     ("configuration.md", "See [the engine][mnemonia.NoSuchEngine].", "mnemonia.NoSuchEngine"),
-], ids=["page-link", "anchor", "api-object", "cross-reference"])
+    ("langmem.md", '```python\n--8<-- "no_such_example.py"\n```', "no_such_example.py"),
+], ids=["page-link", "anchor", "api-object", "cross-reference", "example-file"])
 def test_a_broken_link_or_reference_fails_the_build(tmp_path: Path, page: str, broken: str,
                                                     reported: str) -> None:
     copy = site_copy(tmp_path)
