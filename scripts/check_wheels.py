@@ -85,11 +85,21 @@ class Offline(StepFailed):
     """pip could not reach the package index."""
 
 
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without what would let the workspace in: with ``PYTHONPATH`` on the
+    checkout, the fresh venv's pip finds ``mnemonia`` "installed" there (its egg-info) and
+    skips the wheel, and the smoke test imports the checkout."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    return {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1", **extra}
+
+
 def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
         timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """Run ``cmd``; raise :class:`StepFailed` (or :class:`Offline`) with its output tail."""
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    """Run ``cmd`` (in :func:`clean_env` unless ``env`` is given); raise :class:`StepFailed`
+    (or :class:`Offline`) with its output tail."""
+    done = subprocess.run(cmd, cwd=cwd, env=clean_env() if env is None else env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
         output = done.stdout[-3000:] + done.stderr[-5000:]
         error = Offline if any(m in output for m in NETWORK_ERRORS) else StepFailed
@@ -110,7 +120,7 @@ def build(dist: Distribution, out: Path, *, isolated: bool = True) -> Built:
         cmd = [sys.executable, "-m", "build", "--outdir", str(out), str(source)]
         if not isolated:
             cmd.insert(3, "--no-isolation")
-        run(cmd, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        run(cmd)
     wheels = sorted(out.glob(f"{dist.wheel_stem}-*.whl"))
     sdists = sorted(out.glob(f"{dist.wheel_stem}-*.tar.gz"))
     if len(wheels) != 1 or len(sdists) != 1:
@@ -186,9 +196,8 @@ print("smoke: ok")
 
 def smoke(python: Path, workdir: Path) -> str:
     """Run the demo and :data:`SMOKE` with ``python`` in ``workdir``; their output."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               ANONYMIZED_TELEMETRY="False", COLUMNS="120")
+    env = clean_env(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+                    ANONYMIZED_TELEMETRY="False", COLUMNS="120")
     workdir.mkdir(parents=True, exist_ok=True)
     demo = run([str(python.parent / "mnemonia"), "demo", "--path", str(workdir / "demo")],
                cwd=workdir, env=env, timeout=600)
