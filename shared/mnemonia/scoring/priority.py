@@ -282,6 +282,22 @@ def information(*, importance: float, content_words: int, created_at: datetime,
     return imp * n * (1.0 + recency(created_at, now))
 
 
+_POLICY_TERMS: dict[str, tuple[str, ...]] = {
+    "composite": ("priority", "accessed_at", "seq", "id"),
+    "unused_first": ("use", "priority", "accessed_at", "seq", "id"),
+    "informative": ("use", "state", "information", "accessed_at", "seq", "id"),
+}
+"""Each policy's sort key, term by term (:func:`eviction_key`, :func:`eviction_reason`)."""
+
+
+def _term(term: str, c: EvictionCandidate) -> Any:
+    if term == "use":
+        return c.uses > 0  # False (never used) sorts first
+    if term == "state":
+        return c.state != SKIPPED
+    return getattr(c, term)
+
+
 def eviction_key(candidate: EvictionCandidate, policy: str = "composite") -> tuple[Any, ...]:
     """Return the sort key of ``candidate`` under ``policy``: the lowest key goes first.
 
@@ -294,22 +310,7 @@ def eviction_key(candidate: EvictionCandidate, policy: str = "composite") -> tup
     Raises:
         InvalidInputError: ``policy`` is not one of :data:`EVICTION_POLICIES`.
     """
-    c = candidate
-    tail = (c.accessed_at, c.seq, c.id)
-    name = validate_policy(policy)
-    if name == "composite":
-        return (c.priority, *tail)
-    if name == "unused_first":
-        return (c.uses > 0, c.priority, *tail)
-    return (c.uses > 0, c.state != SKIPPED, c.information, *tail)
-
-
-def _terms(policy: str) -> tuple[str, ...]:
-    if policy == "composite":
-        return ("priority", "accessed_at", "seq", "id")
-    if policy == "unused_first":
-        return ("use", "priority", "accessed_at", "seq", "id")
-    return ("use", "state", "information", "accessed_at", "seq", "id")
+    return tuple(_term(t, candidate) for t in _POLICY_TERMS[validate_policy(policy)])
 
 
 def _words(n: int) -> str:
@@ -348,7 +349,7 @@ def eviction_reason(first: EvictionCandidate, then: EvictionCandidate,
     if not a < b:
         raise InvalidInputError(
             f"{shown(first.id)} does not go before {shown(then.id)} under {policy}")
-    for term, x, y in zip(_terms(policy), a, b, strict=True):
+    for term, x, y in zip(_POLICY_TERMS[policy], a, b, strict=True):
         if x != y:
             return _said(term, first, then)
     raise InvalidInputError(f"{shown(first.id)} and {shown(then.id)} have equal keys")

@@ -172,6 +172,12 @@ whose words starts so skips the pattern (most clauses of a chat state no kind of
 each of the ~30 patterns was searched in each: 1.2 s of 3.6 s over 6,760 chat texts)."""
 
 
+def _favourite(low: str) -> tuple[str, str] | None:
+    """``("favourite <noun>", ONE)`` when the clause names a favourite, else None."""
+    fav = _FAVOURITE.search(low)
+    return None if fav is None else (f"favourite {next(g for g in fav.groups() if g)}", ONE)
+
+
 def _kind(masked: str) -> tuple[str | None, str | None]:
     """The first kind of fact of :data:`ATTRIBUTES` whose pattern ``masked`` matches."""
     starts: set[str] = set()
@@ -435,13 +441,7 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     for v in sorted(values, key=len, reverse=True):
         if not v.isdigit() and len(v) > 2 and v in masked:
             masked = masked.replace(v, " ")
-    attribute, cardinality = None, None
-    fav = _FAVOURITE.search(low)
-    if fav:
-        noun = next(g for g in fav.groups() if g)
-        attribute, cardinality = f"favourite {noun}", ONE
-    else:
-        attribute, cardinality = _kind(masked)
+    attribute, cardinality = _favourite(low) or _kind(masked)
     if attribute is not None and (attribute.startswith("favourite") or attribute == "job"
                                   or (not values and attribute in _LOWERCASE_VALUES)):
         values |= _complements(low, attribute)
@@ -629,18 +629,12 @@ def asked(query: str) -> Asked:
     acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,}\b", text)}  # OS, LGBTQ, CEO
     names = frozenset(n for n in _names(text) if n not in _CALENDAR and n not in acronyms
                       and n.split()[0] not in _QUESTION_WORDS)
-    attribute, cardinality = None, None
-    fav = _FAVOURITE.search(low)
-    if fav:
-        attribute, cardinality = f"favourite {next(g for g in fav.groups() if g)}", ONE
-    else:
-        masked = low
-        for n in names:
-            masked = masked.replace(n, " ")
-        if _WHERE_WORK.search(masked):
-            attribute, cardinality = "employer", ONE  # "where does she work?": a workplace
-        else:
-            attribute, cardinality = _kind(masked)
+    masked = low
+    for n in names:
+        masked = masked.replace(n, " ")
+    # "where does she work?" asks for a workplace
+    attribute, cardinality = _favourite(low) or (
+        ("employer", ONE) if _WHERE_WORK.search(masked) else _kind(masked))
     return Asked(names=names, self_=bool(_FIRST.search(low)), attribute=attribute,
                  cardinality=cardinality, event=bool(_EVENT_QUESTION.search(low)))
 
