@@ -20,7 +20,7 @@ import builtins
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -269,21 +269,12 @@ class MemoryEngine:
         """Counts: active, deleted, consolidated, superseded, relations, by state and kind."""
         return lifecycle.stats(self._rt, None if tenant is None else check.tenant(tenant))
 
-    def recall(
-        self,
-        query: str | None = None,
-        *,
-        tenant: str,
-        k: int | None = None,
-        topic: str | None = None,
-        entity: str | None = None,
-        episode_k: int | None = None,
-        mode: str | None = None,
-        min_activation: float | None = None,
-        touch: bool = True,
-        user_id: str | None = None,
-        include_superseded: bool = False,
-    ) -> RecallResult:
+    def recall(self, query: str | None = None, *, tenant: str, k: int | None = None,
+               topic: str | None = None, entity: str | None = None,
+               episode_k: int | None = None, mode: str | None = None,
+               min_activation: float | None = None, touch: bool = True,
+               user_id: str | None = None, include_superseded: bool = False,
+               exclude_ids: Iterable[str] | None = None) -> RecallResult:
         """Recall by spreading activation (DESIGN section 5, steps 1-7).
 
         Args:
@@ -302,12 +293,15 @@ class MemoryEngine:
             touch: Record the access (count, stability, access log). Default True.
             user_id: Who asked (re-evaluation counts distinct users).
             include_superseded: Also return superseded memories (``SUPERSEDED BY [id]: ...``).
+            exclude_ids: Memories to leave out before scoring (e.g. the chat a prompt already
+                shows), so they neither appear nor lower the others' relative scores.
         """
         self._rt.check_open()
         args = check.recall_args(self.config, query=query, tenant=tenant, k=k, topic=topic,
                                  entity=entity, episode_k=episode_k, mode=mode,
                                  min_activation=min_activation, touch=touch, user_id=user_id,
-                                 include_superseded=include_superseded)
+                                 include_superseded=include_superseded,
+                                 exclude_ids=exclude_ids)
         return recall_mod.recall(self._rt, recall_mod.RecallRequest.of(args, now=self._rt.now()))
 
     async def arecall(self, query: str | None = None, **kwargs: Any) -> RecallResult:

@@ -62,8 +62,10 @@ def content_words(words: Iterable[str]) -> list[str]:
 
 
 def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[str],
-                  size: int) -> KeywordQuery:
-    """The keyword side of a query with ``tokens`` over a tenant of ``size`` memories."""
+                  size: int, left_out: Sequence[str] = ()) -> KeywordQuery:
+    """The keyword side of a query with ``tokens`` over a tenant of ``size`` memories;
+    ``left_out``: the indexed texts of memories the recall leaves out, whose words then do
+    not count in the words' document frequencies (``size`` already excludes them)."""
     cfg = rt.config
     qtok = list(dict.fromkeys(tokens))
     expansions = _expansions(rt, conn, qtok) \
@@ -71,6 +73,9 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
     related = sorted({u for e in expansions.values() for u in e})
     read = bool(cfg.keyword_idf or related)
     df = rt.sql.keywords.term_docs(conn, tenant, [*qtok, *related], kept=True) if read else {}
+    if df and left_out:
+        gone = rt.sql.keywords.docs_among(tenant, list(df), left_out)
+        df = {w: n for w, n in ((w, n - gone.get(w, 0)) for w, n in df.items()) if n > 0}
     expansions = {t: kept for t, e in expansions.items()
                   if (kept := {u: cr for u, cr in e.items() if df.get(u)})}
     if cfg.keyword_idf:

@@ -51,6 +51,7 @@ __all__ = [
     "entities",
     "evidence",
     "finite_unit",
+    "id_set",
     "item_filter",
     "item_key",
     "item_namespace",
@@ -442,11 +443,13 @@ class RecallArgs:
     touch: bool
     user_id: str | None
     include_superseded: bool
+    exclude_ids: frozenset[str]
 
 
 def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: Any,
                 entity: Any, episode_k: Any, mode: Any, min_activation: Any, touch: Any,
-                user_id: Any, include_superseded: Any = False) -> RecallArgs:
+                user_id: Any, include_superseded: Any = False, exclude_ids: Any = None
+                ) -> RecallArgs:
     """``recall``'s arguments checked, with the config defaults filled in (what
     :meth:`mnemonia.recall.RecallRequest.of` builds a request from). With an ``entity``, the
     query may be ``None`` or blank (entity-only recall: ``query`` becomes ``""``)."""
@@ -474,7 +477,22 @@ def recall_args(cfg: MnemoniaConfig, *, query: Any, tenant: Any, k: Any, topic: 
     return RecallArgs(query=query, tenant=tenant, k=k, topic=topic, entity=entity,
                       episode_k=episode_k, mode=mode_name, weights=weights, floor=floor,
                       touch=boolean(touch, "touch"), user_id=user_id,
-                      include_superseded=boolean(include_superseded, "include_superseded"))
+                      include_superseded=boolean(include_superseded, "include_superseded"),
+                      exclude_ids=id_set(exclude_ids, "exclude_ids"))
+
+
+def id_set(value: Any, name: str) -> frozenset[str]:
+    """``None`` or an iterable of memory ids (not one string), as a frozenset."""
+    if value is None:
+        return frozenset()
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise InvalidInputError(f"{name}={shown(value)}: must be None or an iterable of memory "
+                                "ids (e.g. a list of strings), not a single string")
+    ids = list(value)
+    bad = [i for i in ids if not isinstance(i, str)]
+    if bad:
+        raise InvalidInputError(f"{name}: every id must be a string; got {shown(bad[0])}")
+    return frozenset(ids)
 
 
 # -- keyed items (mnemonia.items) -------------------------------------------------------------

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from mnemonia import ManualClock, MemoryEngine
-from mnemonia.errors import MemoryNotFoundError, StoreInconsistentError
+from mnemonia.errors import InvalidInputError, MemoryNotFoundError, StoreInconsistentError
 
 T = "alice"
 FACTS = [
@@ -48,6 +48,31 @@ class EngineContract:
         exp = res.memories[0].explanation
         assert exp.cosine is not None and exp.cosine > 0.3 and exp.keyword is not None
         assert exp.score == pytest.approx(res.memories[0].score)
+
+    def test_recall_leaves_excluded_ids_out_before_scoring(
+            self, eng: MemoryEngine, loaded: dict[str, str]) -> None:
+        q = "What is the name of Alice's cat?"
+        copy = eng.add(q, tenant=T)  # the question itself, stored first (a chat memory does)
+        shown = eng.recall(q, tenant=T, k=3, touch=False)
+        assert shown.memories[0].memory.id == copy.id
+        res = eng.recall(q, tenant=T, k=3, touch=False, exclude_ids=[copy.id])
+        assert copy.id not in {h.memory.id for h in res.memories}
+        assert len(res.memories) == 3
+        eng.forget(copy.id, tenant=T, hard=True)
+        alone = eng.recall(q, tenant=T, k=3, touch=False)
+        # the same hits with the same scores as if the copy were not there at all (its words
+        # do not count in the keyword statistics either)
+        assert [(h.memory.id, round(h.score, 9)) for h in res.memories] == [
+            (h.memory.id, round(h.score, 9)) for h in alone.memories]
+        assert res.memories[0].memory.text.startswith("Alice's cat is called Miso")
+
+    @pytest.mark.parametrize("bad", ["some-id", 42, [1], [None]])
+    def test_recall_rejects_bad_exclude_ids(self, eng: MemoryEngine, loaded: dict[str, str],
+                                            bad: object) -> None:
+        before = eng.stats(T)
+        with pytest.raises(InvalidInputError, match="exclude_ids"):
+            eng.recall("Alice's cat", tenant=T, exclude_ids=bad)  # type: ignore[arg-type]
+        assert eng.stats(T) == before
 
     def test_recall_touch_updates_access(self, eng: MemoryEngine, loaded: dict[str, str],
                                          clock: ManualClock) -> None:

@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
@@ -64,11 +63,6 @@ async def test_function_agent_with_mnemonia_memory(engine: MemoryEngine) -> None
     assert BOB in prompt and ALICE not in prompt and "cycles" not in prompt
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "MnemoniaMemory stores the question before it recalls, and recall's scores are relative "
-    "to the best hit: the question's own copy (left out of the prompt afterwards) pushes the "
-    "memory it asks about under the floor. Needs recall to leave ids out before scoring "
-    "(recall/ belongs to issue 34's work); the block recalls before it stores"))
 async def test_mnemonia_memory_question_does_not_crowd_out_its_answer(
         engine: MemoryEngine) -> None:
     _seed(engine)

@@ -95,7 +95,8 @@ def _entity_recall(rt: Runtime, req: RecallRequest) -> RecallResult:
     with rt.reading() as conn:
         ids = sorted(rt.sql.graph.entity_members(conn, req.tenant, req.entity or ""))
         c = Candidates(rows=rt.sql.memories.rows(conn, req.tenant, ids, where=req.where))
-        shown = {i: r for i, r in c.rows.items() if visible(r, req.topic, req.include_superseded)}
+        shown = {i: r for i, r in c.rows.items() if i not in req.exclude_ids
+                 and visible(r, req.topic, req.include_superseded)}
         ranked = sorted(((priority_of(rt.config, r, req.now, w), i) for i, r in shown.items()
                          if r.consolidated_into not in shown),
                         key=lambda t: (-t[0], shown[t[1]].seq))

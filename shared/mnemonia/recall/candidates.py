@@ -13,8 +13,10 @@ from mnemonia.recall.keywords import keyword_part
 from mnemonia.recall.run import KeywordSide, RecallRequest, RecallRun, read
 from mnemonia.recall.tenant import session_neighbours, tenant_size
 from mnemonia.runtime import Runtime
+from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
 from mnemonia.store.vectors import VectorCollection
+from mnemonia.validation import row_embed_text
 
 __all__ = ["PREFILTER_LIMIT", "gather", "keyword_side", "nearest"]
 
@@ -33,7 +35,9 @@ def keyword_side(rt: Runtime, req: RecallRequest, col: VectorCollection, qtok: l
     filter and the visibility rules)."""
     cfg = rt.config
     with rt.reading() as conn:
-        kq = keyword_query(rt, conn, req.tenant, qtok, tenant_size(rt, conn, req.tenant))
+        gone = _left_out(rt, conn, req)
+        kq = keyword_query(rt, conn, req.tenant, qtok,
+                           tenant_size(rt, conn, req.tenant) - len(gone), gone)
         hits = rt.sql.keywords.keyword_search(
             conn, req.tenant, kq.search,
             cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),
@@ -51,6 +55,15 @@ def keyword_side(rt: Runtime, req: RecallRequest, col: VectorCollection, qtok: l
             if shown and not rt.vectors.mirrored(col) else {}
     return KeywordSide(query=kq, hits=hits, rows=rows, vectors=vectors, parts=parts,
                        around=around)
+
+
+def _left_out(rt: Runtime, conn: Connection, req: RecallRequest) -> list[str]:
+    """The indexed texts of the active memories ``req.exclude_ids`` names: recall scores as
+    if they were not there, so their words do not count in the keyword statistics either."""
+    if not req.exclude_ids:
+        return []
+    rows = rt.sql.memories.rows(conn, req.tenant, sorted(req.exclude_ids))
+    return [row_embed_text(r) for r in rows.values() if r.deleted_at is None]
 
 
 def nearest(rt: Runtime, col: VectorCollection, qvec: np.ndarray, n: int,

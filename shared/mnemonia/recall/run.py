@@ -126,7 +126,8 @@ def read(rt: Runtime, conn: Connection, req: RecallRequest, rows: dict[str, Any]
         rows.update(rt.sql.memories.rows(conn, req.tenant, new, edges=True, where=req.where,
                                          kept=True))
     shown_topic = req.topic if topic else None
-    return [i for i in ids if i in rows and visible(rows[i], shown_topic, req.include_superseded)]
+    return [i for i in ids if i in rows and i not in req.exclude_ids
+            and visible(rows[i], shown_topic, req.include_superseded)]
 
 
 def cosines(rt: Runtime, conn: Connection, col: VectorCollection, qvec: np.ndarray,

@@ -80,6 +80,22 @@ class KeywordIndex:
             return {}
         return self.db.dialect.term_docs(self.db, conn, tenant, terms, self.db.kept(kept))
 
+    def docs_among(self, tenant: str, words: Sequence[str], texts: Iterable[str]
+                   ) -> dict[str, int]:
+        """``{word: how many of the indexed texts ``texts`` contain it}``, folded as
+        :meth:`term_docs` folds the words (what to take off its counts for memories a recall
+        leaves out)."""
+        token = tenant_token(tenant)
+        split = {w: keyword_terms(w, token) for w in dict.fromkeys(words)}
+        terms = {w: t[0] for w, t in split.items() if len(t) == 1}
+        out: dict[str, int] = {}
+        for text in texts:
+            held = set(keyword_terms(text, token))
+            for w, term in terms.items():
+                if term in held:
+                    out[w] = out.get(w, 0) + 1
+        return out
+
     def recount_keyword_terms(self, conn: Connection) -> None:
         """Recompute every term's document frequency (``keyword_df``) from the index itself,
         after rows were put back or taken out by a repair."""

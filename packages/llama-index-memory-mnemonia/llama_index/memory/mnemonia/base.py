@@ -180,9 +180,14 @@ class MnemoniaMemory(BaseMemory):
             raise InvalidInputError(f"input={input!r}: must be a string, a ChatMessage or None")
         return text or P.last_user_text(history)
 
-    def _recall_kwargs(self) -> dict[str, Any]:
+    def _recall_kwargs(self, records: list[tuple[Memory, ChatMessage]],
+                       window: list[ChatMessage]) -> dict[str, Any]:
+        # what the chat window shows (the question just put included) is left out before
+        # scoring: a copy of the question would otherwise top the recall and push the memory
+        # it asks about under the relative floor
+        shown = [m.id for m, _ in records[len(records) - len(window):]]
         return {"tenant": self.tenant, "k": self.k, "topic": self.topic, "mode": self.mode,
-                "user_id": self.user_id}
+                "user_id": self.user_id, "exclude_ids": shown}
 
     def _window(self, initial_token_count: int) -> tuple[list[tuple[Memory, ChatMessage]],
                                                          list[ChatMessage]]:
@@ -248,7 +253,8 @@ class MnemoniaMemory(BaseMemory):
         """
         records, window = self._window(initial_token_count)
         query = self._query(input, [msg for _, msg in records])
-        result = self.engine.recall(query, **self._recall_kwargs()) if query else None
+        result = (self.engine.recall(query, **self._recall_kwargs(records, window))
+                  if query else None)
         snapshot = self.engine.snapshot(self.tenant) if self.include_snapshot else ""
         return self._assemble(records, window, result, snapshot, initial_token_count)
 
@@ -257,7 +263,8 @@ class MnemoniaMemory(BaseMemory):
         """Async :meth:`get`."""
         records, window = await asyncio.to_thread(self._window, initial_token_count)
         query = self._query(input, [msg for _, msg in records])
-        result = await self.engine.arecall(query, **self._recall_kwargs()) if query else None
+        result = (await self.engine.arecall(query, **self._recall_kwargs(records, window))
+                  if query else None)
         snapshot = (await asyncio.to_thread(self.engine.snapshot, self.tenant)
                     if self.include_snapshot else "")
         return self._assemble(records, window, result, snapshot, initial_token_count)
