@@ -31,6 +31,11 @@ def _judge(old: str, new: str, old_speaker: str = "Ana", new_speaker: str = "Ana
     ("I drive a Honda Civic.", "I used to drive a Honda Civic, now it's a Ford Focus.",
      "used to"),
     ("I use Linux on my laptop.", "I use macOS on my laptop.", None),
+    ("Migar's job title is architect.", "Migar used to be an architect, now Migar is a sound "
+     "engineer.", "used to"),
+    # a typed value of a one-valued kind, said inside a request
+    ("I work at Gustail Logistics.", "Can you draft a short bio? I do backend work at Zeitraik "
+     "Systems and like climbing.", None),
 ])
 def test_a_new_value_for_the_same_slot_supersedes(old: str, new: str, cue: str | None) -> None:
     d = _judge(old, new)
@@ -45,6 +50,8 @@ def test_a_new_value_for_the_same_slot_supersedes(old: str, new: str, cue: str |
     ("I work at Acme.", "I no longer work at Acme."),
     ("I drive a Honda Civic.", "I don't have a car anymore."),
     ("I'm in a relationship with Sam.", "Sam and I broke up; I'm single now."),
+    ("My employer is Stoutulol Works.", "I don't have a job anymore."),  # a related kind
+    ("My job title is nurse.", "I'm between jobs."),
 ])
 def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None:
     d = _judge(old, new)
@@ -63,6 +70,8 @@ def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None
     ("My phone number is 0833 681 8037.", "My work landline is 0152 590 3155."),  # qualifier
     ("My laptop fan is so loud.", "I use Linux on my laptop."),  # no value stated before
     ("I live in Boston.", "I live in Boston."),  # the same value
+    ("I'm a nurse.", "I no longer work at Acme."),  # a value withdrawn: its own kind only
+    ("I work at Acme.", "Can you draft a short bio? I like climbing in Denver."),  # no employer
 ])
 def test_what_must_not_supersede(old: str, new: str) -> None:
     d = _judge(old, new)
@@ -294,3 +303,34 @@ def test_the_kind_of_fact_is_read_as_by_every_pattern() -> None:
         naive = next(((n, c) for n, c, p in statements.ATTRIBUTES if p.search(low)),
                      (None, None))
         assert statements._kind(low) == naive, low
+
+
+def test_the_current_version_inherits_the_match_of_the_one_it_replaced(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """A retraction worded unlike the question ("I don't have a manager anymore" for "who do I
+    report to?") comes back where the statement it replaced would have, and that statement
+    stays out; with the inheritance gone (the pair unsuperseded) it does not."""
+    engine = _open(tmp_path / "s", clock)
+    try:
+        old = engine.add("I report to Tadrek.", tenant="t", speaker="Fetil")
+        for text in ["My grant report is due on March 11.", "I had noodles for lunch.",
+                     "The printer jammed again."]:
+            engine.add(text, tenant="t", speaker="Fetil")
+        clock.advance(timedelta(hours=1))
+        new = engine.add("I don't have a manager anymore; I'm freelancing.", tenant="t",
+                         speaker="Fetil")
+        assert engine.get(old.id, tenant="t").superseded_by == new.id
+        got = engine.recall("Who do I report to?", tenant="t", k=2, touch=False)
+        assert [h.memory.id for h in got.memories][:1] == [new.id]
+        assert old.id not in {h.memory.id for h in got.memories}
+        inherited = got.memories[0].explanation
+        assert inherited.seed is not None and inherited.cosine is not None
+        assert inherited.seed > inherited.cosine  # the old statement's match, not its own
+        engine.unsupersede(old.id, tenant="t")
+        again = {h.memory.id: h for h in engine.recall("Who do I report to?", tenant="t", k=5,
+                                                       touch=False, min_activation=0)}
+        assert old.id in again
+        lone = again[new.id].explanation.seed if new.id in again else None
+        assert lone is None or lone < inherited.seed  # on its own match only
+    finally:
+        engine.close()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia.keywords import keyword_query
-from mnemonia.recall.keywords import keyword_part
+from mnemonia.recall.keywords import keyword_part, relevance
 from mnemonia.recall.run import KeywordSide, RecallRequest, RecallRun, read
 from mnemonia.recall.tenant import session_neighbours, tenant_size
 from mnemonia.runtime import Runtime
@@ -105,11 +105,66 @@ def gather(run: RecallRun, dense: tuple[int, dict[str, float]]) -> None:
     # the collection is mirrored)
     first = set(admitted)
     admitted += [i for i in run.admit(run.side.parts, via="keyword") if i not in first]
+    if not req.include_superseded:
+        first = set(admitted)
+        admitted += [i for i in _newer_versions(run, got) if i not in first]
     threshold, keep_all = run.rt.config.initial_threshold, req.floor == 0
     for mid in admitted:
         fused = c.info[mid].fused
         if fused >= threshold or keep_all or run.similar(mid):
             c.seeds[mid] = fused
+
+
+VERSION_HOPS = 8
+"""How far a chain of supersessions is followed to the current version."""
+
+
+def _newer_versions(run: RecallRun, dense: dict[str, float]) -> list[str]:
+    """Step 2 for updated facts: a dense or keyword candidate that recall hides because a
+    newer memory superseded it brings the current version of its fact in, with the old
+    one's relevance when that is higher. A later version is often worded unlike the
+    question ("I don't have a manager anymore" for "who do I report to?"), while the first
+    statement matched it: the match belongs to the fact, and the fact's current value is
+    the newer memory. Returns the versions admitted."""
+    c = run.c
+    hidden = {i: dense.get(i) for i in (*dense, *(i for i, _ in run.side.hits))
+              if i in c.rows and c.rows[i].superseded_by is not None
+              and c.rows[i].deleted_at is None and i not in run.req.exclude_ids}
+    if not hidden:
+        return []
+    unknown = [i for i, cos in hidden.items() if cos is None]
+    cosines = run.cosines(unknown) if unknown else {}
+    inherited: dict[str, float] = {}
+    for old, cos in hidden.items():
+        cos = cosines.get(old) if cos is None else cos
+        if cos is None:
+            continue
+        current = _current(run, old)
+        if current is not None:
+            _, fused = relevance(run.rt, c.rows[old], cos, run.kq)
+            inherited[current] = max(inherited.get(current, 0.0), fused)
+    admitted = run.admit(sorted(inherited), via="update")
+    for mid in admitted:
+        info = c.info[mid]
+        if inherited[mid] > info.fused:
+            info.fused = info.seed = inherited[mid]
+    return admitted
+
+
+def _current(run: RecallRun, mid: str) -> str | None:
+    """The newest version of ``mid``'s fact recall may show (following ``superseded_by``),
+    or None."""
+    rows = run.c.rows
+    for _ in range(VERSION_HOPS):
+        nxt: str | None = rows[mid].superseded_by
+        if nxt is None:
+            return None
+        if run.read([nxt]):
+            return nxt
+        if nxt not in rows:
+            return None
+        mid = nxt
+    return None
 
 
 def _prefiltered(run: RecallRun, n: int) -> dict[str, float] | None:

@@ -33,11 +33,11 @@ from mnemonia.validation import RecallArgs
 __all__ = ["VIA", "Candidates", "KeywordSide", "RecallRequest", "RecallRun", "SeedInfo",
            "cosines", "read", "visible"]
 
-VIA = ("dense", "keyword", "context", "entity")
+VIA = ("dense", "keyword", "context", "entity", "update")
 """How a scored candidate came in (:attr:`SeedInfo.via`): the query's nearest neighbours, the
 keyword index, a session neighbour of a strong candidate, an entity the query names or
-resembles. Memories reached by spreading pass :func:`read` only (they are not scored by the
-query)."""
+resembles, the current version of a candidate a newer memory superseded. Memories reached
+by spreading pass :func:`read` only (they are not scored by the query)."""
 
 
 @dataclass(frozen=True)

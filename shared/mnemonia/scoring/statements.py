@@ -77,7 +77,7 @@ _ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
     ("job", ONE, r"\bjob title\b|\bwork(?:s|ing)? as (?:a|an)\b|\bfor a living\b|\bcareers?\b"
                  r"|\bpromoted\b|\brole\b|\bprofession\b|\boccupation\b|\bjob\b(?! at)"
                  r"|^(?:i'm|i am|\w+ is) (?:a|an) \w+(?: \w+)?\.?$|\bnow (?:a|an)\b"
-                 r"|\bofficially (?:a|an)\b|\bbecome (?:a|an)\b"),
+                 r"|\bofficially (?:a|an)\b|\bbecome (?:a|an)\b|\bused to be (?:a|an)\b"),
     ("employer", ONE, r"\bwork(?:s|ing|ed)? (?:at|for)\b|\bemployed\b|\bemployer\b|\bjobs\b"
                       r"|\bjoined\b|\bjob at\b|\bcompany\b|\bquit\b|\bbetween jobs\b"
                       r"|\bnot working\b|\bjob\b|\bcv\b|\bfirst day at\b|\bwork at\b"),
@@ -469,9 +469,13 @@ def _complements(low: str, attribute: str | None) -> set[str]:
     for m in _OBJECT.finditer(low):
         found.add(next(g for g in m.groups() if g))
     if not found:
-        for m in _COMPLEMENT.finditer(low):
+        # each copula in turn: in "Rotir's job title is nurse" the complement of "'s" ends
+        # at "is", whose own complement is the value
+        pos = 0
+        while (c := _COMPLEMENT.search(low, pos)) is not None:
+            pos = c.start(1)
             kept: list[str] = []
-            for w in m.group(1).split():
+            for w in c.group(1).split():
                 if not kept and w in ("not", "never", "no"):
                     continue
                 if w in STOP_WORDS or w in _CUE_WORDS or w in _NOT_VALUES:
@@ -494,9 +498,24 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
+_WITHDRAWS_TOO = {"job": "employer", "employer": "job"}
+"""A retraction that names no value withdraws this kind of fact too: "I don't have a job
+anymore" leaves no employer, "I'm not working anywhere" no job title."""
+
+
+def _withdraws(s: Statement, attribute: str | None) -> bool:
+    """Whether ``s`` withdraws a value of ``attribute`` (its own kind, or a related one when
+    it retracts without naming a value)."""
+    return attribute is not None and (s.attribute == attribute or (
+        s.retraction and not s.values and _WITHDRAWS_TOO.get(s.attribute or "") == attribute))
+
+
 def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
-    """``(slot, match, cardinality)`` when ``a`` and ``b`` fill the same slot, else None."""
+    """``(slot, match, cardinality)`` when ``a`` and ``b`` fill the same slot (``b`` may
+    withdraw a related kind: :data:`_WITHDRAWS_TOO`), else None."""
     if a.attribute is not None and a.attribute == b.attribute:
+        return a.attribute, 1.0, a.cardinality
+    if a.attribute is not None and _withdraws(b, a.attribute):
         return a.attribute, 1.0, a.cardinality
     if a.attribute is None or b.attribute is None or a.attribute.startswith(
             "favourite") != b.attribute.startswith("favourite"):
@@ -505,6 +524,16 @@ def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
             return None
         return " ".join(sorted(a.frame & b.frame)), j, None
     return None
+
+
+def _typed(old: Statement, new: Statement) -> bool:
+    """Whether ``new`` gives another typed value (a name, number, date or code, not a
+    copula's complement) of the same one-valued kind of fact as ``old``: said inside a
+    request ("Can you draft a bio? I do backend work at Zeitraik Systems"), the value
+    still replaces the old one, however much else the message says."""
+    return (old.attribute is not None and old.attribute == new.attribute
+            and old.cardinality == ONE and not old.attribute.startswith("favourite")
+            and old.attribute not in _LOWERCASE_VALUES and bool(new.values - old.values))
 
 
 def differs(a: Statement, b: Statement) -> bool:
@@ -536,7 +565,7 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
         return None
     if not new.values and not new.retraction and not new.negated:
         return None
-    if not new.cue and len(new.frame - old.frame) > 2:
+    if not new.cue and len(new.frame - old.frame) > 2 and not _typed(old, new):
         return None  # much more said than a restatement of the slot: another statement
     found = _slot(old, new)
     if found is None:
@@ -657,11 +686,11 @@ def agreement(question: Asked, memory: Sequence[Statement]) -> tuple[int, str | 
             who, _, name = s.subject.partition(":")
             score += 1 if name in question.names or (question.self_ and who == "self") else -1
         if question.attribute is not None and s.attribute is not None:
-            score += 1 if s.attribute == question.attribute else -1
+            score += 1 if _withdraws(s, question.attribute) else -1
         if not s.asserts:
             score = min(score, 1)  # a question, hypothetical or past event states no fact
         if best is None or score > best:
             best = score
-            slot = f"{s.subject} / {s.attribute}" if score == 2 and s.cardinality == ONE \
-                and (s.values or s.retraction) else None
+            slot = f"{s.subject} / {question.attribute}" if score == 2 \
+                and s.cardinality == ONE and (s.values or s.retraction) else None
     return best or 0, slot
