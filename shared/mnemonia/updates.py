@@ -59,6 +59,24 @@ def _value_words(p: PreparedMemory) -> list[str]:
     return list(dict.fromkeys(words))
 
 
+def _slot_words(p: PreparedMemory) -> list[str]:
+    """For a retraction or a change of a known kind of fact ("I don't have a manager
+    anymore"): its subject (a named one, or the speaker, whose name the keyword index holds)
+    and the words of that kind, to find the older statements of the slot, which may share no
+    value and few words with it."""
+    speaker = p.metadata.get("speaker")
+    words: list[str] = []
+    for s in statements.analyse(p.text, speaker):
+        if not s.asserts or s.attribute is None or not (s.retraction or s.cue):
+            continue
+        who, _, name = s.subject.partition(":")
+        subject = name if who == "name" else speaker if who == "self" else None
+        if subject:
+            words += [w for w in subject.lower().split() if len(w) > 2]
+            words += statements.kind_words(s.attribute)
+    return list(dict.fromkeys(words))
+
+
 def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMemory, Near]],
            nowts: float) -> int:
     """Supersessions and contradictions between new memories and their candidates (other
@@ -74,6 +92,10 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
         if words:
             ids.update(o for o, _ in rt.sql.keywords.keyword_search(
                 conn, tenant, words, KEYWORD_CANDIDATES) if o != p.id)
+        slot = _slot_words(p)
+        if slot:
+            ids.update(o for o, _ in rt.sql.keywords.keyword_search(
+                conn, tenant, slot, KEYWORD_CANDIDATES) if o != p.id)
         cands[p.id] = ids
     wanted = sorted({o for ids in cands.values() for o in ids} - set(new))
     rows = rt.sql.memories.rows(conn, tenant, wanted) if wanted else {}

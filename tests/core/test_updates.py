@@ -334,3 +334,27 @@ def test_the_current_version_inherits_the_match_of_the_one_it_replaced(
         assert lone is None or lone < inherited.seed  # on its own match only
     finally:
         engine.close()
+
+
+def test_a_retraction_finds_the_statement_it_withdraws_among_many(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """A retraction shares no value and few words with what it withdraws: its candidates
+    include the keyword index's matches for its subject and the words of its kind of fact,
+    so the old statement is found however many memories stand between them."""
+    engine = _open(tmp_path / "s", clock)
+    try:
+        old = engine.add("I report to Trumubuk.", tenant="t", speaker="Boupomouth")
+        # texts nearer to the retraction than the statement is, filling its vector neighbours
+        engine.add_many([{"text": f"You don't have a {w} plan anymore; I'm freelancing on {i}.",
+                          "speaker": "Kainer"} for i, w in enumerate(
+                              ["budget", "design", "hiring", "planning", "launch"] * 12)],
+                        tenant="t")
+        engine.add("Kainer's boss is Drebraik.", tenant="t", speaker="Kainer")
+        clock.advance(timedelta(hours=1))
+        new = engine.add("I don't have a manager anymore; I'm freelancing.", tenant="t",
+                         speaker="Boupomouth")
+        assert engine.get(old.id, tenant="t").superseded_by == new.id
+        kainer = [m for m in engine.list(tenant="t", limit=100) if m.text.startswith("Kainer")]
+        assert kainer[0].superseded_by is None  # another speaker's manager stays
+    finally:
+        engine.close()

@@ -35,7 +35,8 @@ from functools import lru_cache
 from mnemonia.scoring.activation import STOP_WORDS
 from mnemonia.scoring.stemming import stem
 
-__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide", "differs"]
+__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide", "differs",
+           "kind_words"]
 
 ONE, MANY = "one", "many"
 
@@ -510,6 +511,20 @@ def _withdraws(s: Statement, attribute: str | None) -> bool:
         s.retraction and not s.values and _WITHDRAWS_TOO.get(s.attribute or "") == attribute))
 
 
+@lru_cache(maxsize=64)
+def kind_words(attribute: str) -> tuple[str, ...]:
+    """The whole words that name a kind of fact in :data:`ATTRIBUTES` ("manager": boss,
+    manager, report), and those of the kind a retraction of it withdraws too: what to look
+    for, beside the subject, among older statements of that kind."""
+    kinds = {attribute, _WITHDRAWS_TOO.get(attribute, attribute)}
+    found: set[str] = set()
+    for name, _, pattern in _ATTRIBUTE_TABLE:
+        if name in kinds:
+            found.update(w for w in (lit.strip() for lit in _literals(pattern) or ())
+                         if w.isalpha() and len(w) > 2 and w not in STOP_WORDS)
+    return tuple(sorted(found))
+
+
 def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
     """``(slot, match, cardinality)`` when ``a`` and ``b`` fill the same slot (``b`` may
     withdraw a related kind: :data:`_WITHDRAWS_TOO`), else None."""
@@ -534,6 +549,17 @@ def _typed(old: Statement, new: Statement) -> bool:
     return (old.attribute is not None and old.attribute == new.attribute
             and old.cardinality == ONE and not old.attribute.startswith("favourite")
             and old.attribute not in _LOWERCASE_VALUES and bool(new.values - old.values))
+
+
+def _replaced(old: Statement, new: Statement) -> tuple[str, float, str | None] | None:
+    """The slot of ``old`` when ``new``, of no known kind, names ``old``'s value beside a
+    new one with a change cue ("Krilula sold the Volvo V60 and bought a Fiat Panda" after
+    "Krilula's car is a Volvo V60"): the old value retired by name is the slot."""
+    if old.attribute is None or new.attribute is not None or not new.cue:
+        return None
+    if not (new.values - old.values) or not any(_mentions(new, v) for v in old.values):
+        return None
+    return old.attribute, 0.8, old.cardinality
 
 
 def differs(a: Statement, b: Statement) -> bool:
@@ -567,7 +593,7 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
         return None
     if not new.cue and len(new.frame - old.frame) > 2 and not _typed(old, new):
         return None  # much more said than a restatement of the slot: another statement
-    found = _slot(old, new)
+    found = _slot(old, new) or _replaced(old, new)
     if found is None:
         return None
     slot, match, card = found
