@@ -153,6 +153,27 @@ class TestPostgres(EngineContract):
             hits = eng.sql.keywords.keyword_search(conn, "kw", ["invoice"], 5)
         assert [h[0] for h in hits] == [m.id]
 
+    def test_keyword_search_keeps_to_the_postings_budget_per_tenant(self, eng: MemoryEngine
+                                                                     ) -> None:
+        """As on SQLite: query words are taken rarest first while their memories in the
+        asking tenant fit the budget; a word over it is left out (ranking every memory a
+        common word is in read most of a big tenant), and another tenant's use of a word
+        does not count."""
+        eng.add_many([{"text": f"invoice number {i} for the noisy shop"} for i in range(12)],
+                     tenant="noisy")
+        q1 = eng.add("the invoice is paid", tenant="quiet")
+        q2 = eng.add("paid in full", tenant="quiet")
+        with eng.sql.connect() as conn:
+            search = eng.sql.keywords.keyword_search
+            assert [i for i, _ in search(conn, "quiet", ["invoice", "paid"], 5,
+                                         max_postings=3)] == [q1.id, q2.id]
+            assert search(conn, "noisy", ["invoice"], 100, max_postings=3) == []
+            # the rare word fits, the common one (12 memories) does not
+            only = search(conn, "noisy", ["invoice", "7"], 100, max_postings=3)
+            assert len(only) == 1 and eng.get(only[0][0], tenant="noisy").text.startswith(
+                "invoice number 7 ")
+            assert len(search(conn, "noisy", ["invoice"], 100, max_postings=12)) == 12
+
     def test_doctor_reports_the_keyword_index_as_not_applicable(self, eng: MemoryEngine,
                                                                 loaded: dict[str, str]) -> None:
         report = eng.doctor()

@@ -57,9 +57,10 @@ class KeywordIndex:
     ) -> list[tuple[str, float]]:
         """Best keyword matches as ``(memory_id, score)``, best first (bm25 / ts_rank).
 
-        On SQLite the query words are limited to a postings budget (rarest first in the
-        tenant), so the cost stays bounded however large the store grows. ``docs``: what
-        :meth:`term_docs` answered for these words, when the caller has read it. Other
+        On SQLite and PostgreSQL the query words are limited to a postings budget (rarest
+        first in the tenant), so the cost stays bounded however large the store grows.
+        ``docs``: what :meth:`term_docs` answered for these words, when the caller has read
+        it (SQLite; PostgreSQL counts each word up to the budget itself). Other
         dialects have no keyword index here: recall runs on the vectors alone.
         """
         words = [t for t in tokens if _WORD.fullmatch(t)]
