@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -382,6 +383,7 @@ def main() -> None:
         return
     from mnemonia.embeddings import default_embedder
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: stop the servers
     args.workdir.mkdir(parents=True, exist_ok=True)
     embedder = default_embedder()
     embedder.embed_query("warm up")

@@ -42,6 +42,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -390,6 +391,8 @@ def main() -> None:
             "revision": git_revision(), "date": time.strftime("%Y-%m-%d"),
             "command": " ".join(sys.argv), "cores": os.cpu_count()}
     log(f"scale: {head}")
+    # a kill (SIGTERM) unwinds like an error: the servers started here are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stores = Stores(args.mode, args.workdir, embedder, args.immediate)
     rows: list[dict[str, Any]] = []
     used = [0]
