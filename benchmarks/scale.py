@@ -111,7 +111,8 @@ def git_revision() -> str:
 class Stores:
     """The engine and the bare Chroma client, opened and reopened the same way per mode."""
 
-    def __init__(self, mode: str, root: Path, embedder: Any, immediate: bool) -> None:
+    def __init__(self, mode: str, root: Path, embedder: Any, immediate: bool,
+                 existing: bool = False) -> None:
         self.mode, self.root, self.embedder = mode, root, embedder
         self.immediate = immediate
         self.servers: dict[str, Any] = {}
@@ -120,7 +121,8 @@ class Stores:
             self.servers["chroma"] = ChromaServer(root / "ours").start()
             self.servers["bare"] = ChromaServer(root / "bare").start()
             self.servers["pg"] = PostgresCluster(root / "ours").start()
-            self.sql_url = self.servers["pg"].new_database("scale")
+            self.sql_url = (f"{self.servers['pg'].url}/scale" if existing
+                            else self.servers["pg"].new_database("scale"))
         self.engine: Any = None
         self.client: Any = None
         self._cols: dict[str, Any] = {}
@@ -230,6 +232,26 @@ def pieces(n: int, tenants: int, per_tenant: int, bare_tenants: int) -> Iterator
             yield Piece(f"t{t:04d}", b, t * per_tenant + b.start, t < bare_tenants)
 
 
+@dataclasses.dataclass
+class Found:
+    """What a kept store holds (``--measure``): its size, tenants and bare twins."""
+
+    done: int
+    filled_tenants: list[str]
+    twinned: list[str]
+
+    @classmethod
+    def read(cls, stores: Stores) -> Found:
+        import sqlalchemy as sa
+        from mnemonia.store import sql as S
+
+        with stores.engine._rt.sql.begin() as conn:
+            done = int(conn.execute(sa.select(sa.func.count()).select_from(S.memories)
+                                    ).scalar_one())
+        bare = sorted(c.name[len("bare-"):] for c in stores.client.list_collections())
+        return cls(done, sorted(stores.engine.tenants()), bare)
+
+
 class Filler:
     def __init__(self, stores: Stores, synth: SyntheticVectors, n: int, tenants: int,
                  per_tenant: int, bare_tenants: int) -> None:
@@ -318,8 +340,8 @@ def relation_count(stores: Stores) -> int:
                                 ).scalar_one())
 
 
-def checkpoint(stores: Stores, filler: Filler, queries: int, qsource: Callable[[int], list[str]]
-               ) -> dict[str, Any]:
+def checkpoint(stores: Stores, filler: Filler | Found, queries: int,
+               qsource: Callable[[int], list[str]]) -> dict[str, Any]:
     """Reopen both sides and measure recall with and without relations."""
     row: dict[str, Any] = {"n": filler.done, "tenants": len(filler.filled_tenants)}
     row["relations"] = relation_count(stores)
@@ -375,12 +397,15 @@ def main() -> None:
     ap.add_argument("--no-immediate", dest="immediate", action="store_false",
                     help="default thresholds at fill (fewer memories enriched at ingest)")
     ap.add_argument("--workdir", type=Path, required=True, help="the stores go here (new)")
+    ap.add_argument("--measure", action="store_true",
+                    help="no fill: measure the stores an earlier run kept in --workdir "
+                         "(one stopped before its last checkpoint)")
     ap.add_argument("--keep", action="store_true", help="keep the stores")
     ap.add_argument("--json", type=Path, help="write the figures here (after each checkpoint)")
     args = ap.parse_args()
     from mnemonia.embeddings import default_embedder
 
-    if args.workdir.exists() and any(args.workdir.iterdir()):
+    if args.workdir.exists() and any(args.workdir.iterdir()) and not args.measure:
         sys.exit(f"{args.workdir} is not empty")
     args.workdir.mkdir(parents=True, exist_ok=True)
     cache = Path(__file__).with_name(".cache")
@@ -393,7 +418,7 @@ def main() -> None:
     log(f"scale: {head}")
     # a kill (SIGTERM) unwinds like an error: the servers started here are stopped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    stores = Stores(args.mode, args.workdir, embedder, args.immediate)
+    stores = Stores(args.mode, args.workdir, embedder, args.immediate, existing=args.measure)
     rows: list[dict[str, Any]] = []
     used = [0]
 
@@ -405,9 +430,16 @@ def main() -> None:
     try:
         stores.open_bare()
         stores.open_engine(stores.config(fill=True))
-        filler = Filler(stores, synth, max(args.checkpoints), args.tenants, args.per_tenant,
-                        args.bare_tenants)
-        for target in sorted(args.checkpoints):
+        if args.measure:
+            row = {**head, **checkpoint(stores, Found.read(stores), args.queries, qsource)}
+            rows.append(row)
+            show(row)
+            if args.json:
+                args.json.write_text(json.dumps(rows, indent=2))
+            args.checkpoints = []
+        filler = Filler(stores, synth, max(args.checkpoints, default=0), args.tenants,
+                        args.per_tenant, args.bare_tenants)
+        for target in sorted(args.checkpoints):  # (none with --measure)
             rates = filler.fill_to(target)
             row = {**head, **rates, **checkpoint(stores, filler, args.queries, qsource)}
             rows.append(row)
@@ -416,7 +448,7 @@ def main() -> None:
                 args.json.write_text(json.dumps(rows, indent=2))
     finally:
         stores.shutdown()
-        if not args.keep:
+        if not args.keep and not args.measure:
             shutil.rmtree(args.workdir, ignore_errors=True)
     log("done")
 
