@@ -1,5 +1,6 @@
-"""Recall latency and ingest throughput of Mnemonia against a bare Chroma kNN plus query
-embedding with the same model, measured side by side in one run; prints ratios.
+"""Recall latency and ingest throughput of Mnemonia against the bare pair (the bundled MiniLM
+through sentence-transformers + a Chroma collection), and against the same pair on the
+engine's own embedder, measured side by side in one run; prints ratios against each.
 
     .venv/bin/python benchmarks/speed.py --sizes 10000 100000 --queries 200
     .venv/bin/python benchmarks/speed.py --sizes 10000 100000 --enrich
@@ -8,6 +9,12 @@ embedding with the same model, measured side by side in one run; prints ratios.
 
 --enrich   session corpus (speakers, places, one-minute turns); recall is measured before and
            after the enrichment sweep (follows / same_entity / related_to relations).
+--bare-backend  the bare pair's embedder: sentence-transformers (default, as DESIGN section 8
+           and issue 35 define the pair) or onnx / onnx-int8; the second table is always
+           the pair on the engine's embedder (--backend), so the pipeline's own cost shows.
+--bare-threads  torch threads of a sentence-transformers bare side (default 1: on the shared
+           2-core machine two made it slower and erratic under any other load).
+--k        results per recall on every side (default 10).
 --vectors  fill vectors are synthetic (the model embeds the 2,197 "subject verb object"
            cores once; each memory is its core plus seeded noise, normalised), given to both
            sides alike; queries and the ingest sample still go through the model.
@@ -31,7 +38,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from mnemonia.embeddings import EMBEDDER_BACKENDS
 from rich.console import Console
-from speed_harness import run_speed
+from speed_harness import BARE_BACKENDS, run_speed
 
 
 def main() -> None:
@@ -44,7 +51,12 @@ def main() -> None:
     ap.add_argument("--vectors", action="store_true",
                     help="synthetic fill vectors (no fill text embedded)")
     ap.add_argument("--backend", choices=EMBEDDER_BACKENDS,
-                    help="embedder backend of both sides (default: the shipped default)")
+                    help="the engine's embedder backend (default: the shipped default)")
+    ap.add_argument("--bare-backend", choices=BARE_BACKENDS, default="sentence-transformers",
+                    help="the bare pair's embedder (default sentence-transformers)")
+    ap.add_argument("--bare-threads", type=int, default=1,
+                    help="torch threads of a sentence-transformers bare side (default 1)")
+    ap.add_argument("--k", type=int, default=10, help="results per recall (default 10)")
     ap.add_argument("--workdir", type=Path, help="where the temporary stores go")
     ap.add_argument("--keep", action="store_true", help="keep the stores")
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -52,7 +64,8 @@ def main() -> None:
     rows = run_speed(args.sizes, queries=args.queries, ingest_sample=args.ingest_sample,
                      cache_dir=Path(__file__).with_name(".cache"), enrich=args.enrich,
                      vectors=args.vectors, workdir=args.workdir, keep=args.keep,
-                     console=Console(width=200), backend=args.backend)
+                     console=Console(width=220), backend=args.backend,
+                     bare_backend=args.bare_backend, bare_threads=args.bare_threads, k=args.k)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

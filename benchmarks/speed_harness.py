@@ -1,14 +1,22 @@
-"""Speed harness: Mnemonia recall and ingest against a bare Chroma kNN on the same embedder,
-measured side by side in the same run and printed as ratios (DESIGN section 8).
+"""Speed harness: Mnemonia recall and ingest against the bare pair a user would otherwise
+write (the bundled MiniLM + a Chroma collection), measured side by side in the same run and
+printed as ratios (DESIGN section 8).
 
 Used by ``benchmarks/speed.py`` and ``mnemonia bench``. Not a test: nothing here asserts a time.
 
+Two bare sides run beside the engine, on one Chroma collection holding the same vectors:
+``bare`` embeds through ``bare_backend`` (default: sentence-transformers, the pair issue 35
+and DESIGN section 8 name), ``same`` through the engine's own embedder (so the ratio against it
+is what the pipeline itself costs, whatever the embedder saves).
+
 Per store size: both stores are filled batch by batch, the same batch going to bare Chroma and
 then to Mnemonia (vectors given to both: ``fill/s``); an ingest sample of fresh texts is then
-embedded and added on both sides (``ingest/s``, embedding included); both stores are reopened
-and queried alternately (``recall``: query embedding + kNN on the bare side, ``recall()`` on
-ours). With ``enrich=True`` the corpus is a session log (speakers, places, one-minute turns)
-and, after the first recall round, Mnemonia's enrichment sweep gives the memories their
+embedded and added on every side in turns of 250 (``ingest/s``: batch encode +
+``collection.add`` against ``add_many``), then single texts one at a time (``encode([t])`` +
+``collection.add`` against ``add``); both stores are reopened and queried, the sides taking
+turns query by query (``recall``: query embedding + kNN on a bare side, ``recall()`` on ours).
+With ``enrich=True`` the corpus is a session log (speakers, places, one-minute turns) and,
+after the first recall round, Mnemonia's enrichment sweep gives the memories their
 ``follows`` / ``same_entity`` / ``related_to`` relations; recall is then measured again (row
 ``enriched``) against the same bare store.
 """
@@ -30,10 +38,52 @@ from rich.console import Console
 from rich.table import Table
 from speed_corpus import Batch, SyntheticVectors, batches, query_texts, synthetic_texts
 
-__all__ = ["run_speed", "synthetic_texts"]
+__all__ = ["BARE_BACKENDS", "run_speed", "synthetic_texts"]
 
 TENANT = "bench"
 FILL_BATCH = 2000
+INGEST_CHUNK = 250
+SINGLE_ADDS = 100
+BARE_BACKENDS = ("sentence-transformers", "onnx", "onnx-int8")
+"""The bare side's embedder: sentence-transformers (torch) as a user would call it, or one of
+the engine's ONNX backends."""
+
+
+class BareSide:
+    """A bare pair's embedder: ``encode(texts) -> (n, dim) float32`` normalised rows."""
+
+    def __init__(self, name: str, encode: Callable[[list[str]], np.ndarray]) -> None:
+        self.name, self.encode = name, encode
+
+    def query(self, text: str) -> np.ndarray:
+        return self.encode([text])
+
+
+def bare_side(backend: str, threads: int = 1) -> BareSide:
+    """The bare pair's embedder for ``backend``: sentence-transformers' own ``encode`` (as a
+    user of the bundled model would call it) on ``threads`` torch threads, or the engine's
+    ONNX embedder."""
+    if backend == "sentence-transformers":
+        import torch
+        from mnemonia.embeddings import SentenceTransformerEmbedder
+
+        torch.set_num_threads(max(1, threads))
+        model = SentenceTransformerEmbedder().model
+
+        def encode(texts: list[str]) -> np.ndarray:
+            return np.asarray(model.encode(texts, normalize_embeddings=True,
+                                           convert_to_numpy=True, show_progress_bar=False),
+                              dtype=np.float32)
+        return BareSide(backend, encode)
+    from mnemonia.embeddings import default_embedder
+
+    emb = default_embedder(backend)
+    return BareSide(backend, lambda texts: np.asarray(emb.embed_documents(texts)))
+
+
+def same_side(embedder: Any) -> BareSide:
+    """The bare pair on the engine's own embedder."""
+    return BareSide("same", lambda texts: np.asarray(embedder.embed_documents(texts)))
 
 
 def _pct(values: Sequence[float], p: float) -> float:
@@ -132,43 +182,81 @@ def _fill(n: int, kind: str, col: Any, engine: Any, vectors: Callable[[Batch], n
             "vector_s": spent["vectors"], "fill_wall_s": time.perf_counter() - t_start}
 
 
-def _ingest_sample(n: int, kind: str, sample: int, embedder: Any, col: Any, engine: Any
-                   ) -> dict[str, float]:
-    """Fresh texts, embedded as part of the measured work on both sides."""
+def _ingest_sample(n: int, kind: str, sample: int, sides: Sequence[BareSide], col: Any,
+                   engine: Any) -> dict[str, float]:
+    """Fresh texts, embedded as part of the measured work on every side; the sides take turns
+    chunk by chunk (each bare side writes its own ids into the bare collection)."""
     items = next(batches(sample, sample, kind=kind, seed=1000 + n, prefix="s")).items
-    texts = [it["text"] for it in items]
-    t0 = time.perf_counter()
-    bvec = embedder.embed_documents(texts)
-    col.add(ids=[it["id"] for it in items], embeddings=bvec, documents=texts)
-    bare = len(items) / (time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    for i in range(0, len(items), 250):
-        engine.add_many(items[i:i + 250], tenant=TENANT)
-    ours = len(items) / (time.perf_counter() - t0)
-    return {"bare_ingest_per_s": bare, "ours_ingest_per_s": ours, "ingest_ratio": ours / bare}
-
-
-def _recall(embedder: Any, col: Any, engine: Any, qtexts: Sequence[str], k: int
-            ) -> dict[str, float]:
-    """Recall, interleaved so drift and noise hit both sides alike."""
-    engine.recall("warm up", tenant=TENANT, k=k, touch=False)
-    col.query(query_embeddings=embedder.embed_query("warm up")[None, :], n_results=k)
-    bare_t: list[float] = []
-    ours_t: list[float] = []
-    for i, q in enumerate(qtexts):
-        for side in ((0, 1) if i % 2 else (1, 0)):
+    spent = [0.0] * (len(sides) + 1)
+    for c, i in enumerate(range(0, len(items), INGEST_CHUNK)):
+        chunk = items[i:i + INGEST_CHUNK]
+        texts = [it["text"] for it in chunk]
+        order = list(range(len(sides) + 1))
+        for j in order[c % len(order):] + order[:c % len(order)]:
             t0 = time.perf_counter()
-            if side == 0:
-                col.query(query_embeddings=embedder.embed_query(q)[None, :], n_results=k)
-                bare_t.append(time.perf_counter() - t0)
+            if j == len(sides):
+                engine.add_many(chunk, tenant=TENANT)
             else:
+                col.add(ids=[f"{sides[j].name}-{it['id']}" for it in chunk],
+                        embeddings=sides[j].encode(texts), documents=texts)
+            spent[j] += time.perf_counter() - t0
+    row = {"ours_ingest_per_s": len(items) / spent[-1]}
+    for side, t in zip(sides, spent, strict=False):
+        row[f"{side.name}_ingest_per_s"] = len(items) / t
+        row[f"{side.name}_ingest_ratio"] = t / spent[-1]
+    return row
+
+
+def _single_adds(n: int, kind: str, count: int, sides: Sequence[BareSide], col: Any,
+                 engine: Any) -> dict[str, float]:
+    """``add`` of one memory against one bare ``encode([text])`` + ``collection.add``, the
+    sides taking turns text by text; p50 of each."""
+    items = next(batches(count, count, kind=kind, seed=2000 + n, prefix="a")).items
+    times: list[list[float]] = [[] for _ in range(len(sides) + 1)]
+    for c, it in enumerate(items):
+        order = list(range(len(sides) + 1))
+        for j in order[c % len(order):] + order[:c % len(order)]:
+            t0 = time.perf_counter()
+            if j == len(sides):
+                engine.add(it["text"], tenant=TENANT,
+                           **{key: v for key, v in it.items() if key != "text"})
+            else:
+                col.add(ids=[f"{sides[j].name}-{it['id']}"], embeddings=sides[j].query(it["text"]),
+                        documents=[it["text"]])
+            times[j].append(time.perf_counter() - t0)
+    row = {"ours_add_ms": 1000 * statistics.median(times[-1])}
+    for side, t in zip(sides, times, strict=False):
+        row[f"{side.name}_add_ms"] = 1000 * statistics.median(t)
+        row[f"{side.name}_add_ratio"] = row["ours_add_ms"] / row[f"{side.name}_add_ms"]
+    return row
+
+
+def _recall(sides: Sequence[BareSide], col: Any, engine: Any, qtexts: Sequence[str], k: int
+            ) -> dict[str, float]:
+    """Recall, the sides taking turns query by query (the first of each turn rotates) so
+    drift and noise hit all alike."""
+    engine.recall("warm up", tenant=TENANT, k=k, touch=False)
+    for side in sides:
+        col.query(query_embeddings=side.query("warm up"), n_results=k)
+    times: list[list[float]] = [[] for _ in range(len(sides) + 1)]
+    order = list(range(len(sides) + 1))
+    for i, q in enumerate(qtexts):
+        for j in order[i % len(order):] + order[:i % len(order)]:
+            t0 = time.perf_counter()
+            if j == len(sides):
                 engine.recall(q, tenant=TENANT, k=k)
-                ours_t.append(time.perf_counter() - t0)
-    row = {"bare_p50_ms": 1000 * statistics.median(bare_t),
-           "ours_p50_ms": 1000 * statistics.median(ours_t),
-           "bare_p95_ms": 1000 * _pct(bare_t, 95), "ours_p95_ms": 1000 * _pct(ours_t, 95)}
-    row["recall_p50_ratio"] = row["ours_p50_ms"] / row["bare_p50_ms"]
-    row["recall_p95_ratio"] = row["ours_p95_ms"] / row["bare_p95_ms"]
+            else:
+                col.query(query_embeddings=sides[j].query(q), n_results=k)
+            times[j].append(time.perf_counter() - t0)
+    ours = times[-1]
+    row = {"k": k, "ours_p50_ms": 1000 * statistics.median(ours),
+           "ours_p95_ms": 1000 * _pct(ours, 95)}
+    for side, t in zip(sides, times, strict=False):
+        p = side.name
+        row[f"{p}_p50_ms"] = 1000 * statistics.median(t)
+        row[f"{p}_p95_ms"] = 1000 * _pct(t, 95)
+        row[f"{p}_p50_ratio"] = row["ours_p50_ms"] / row[f"{p}_p50_ms"]
+        row[f"{p}_p95_ratio"] = row["ours_p95_ms"] / row[f"{p}_p95_ms"]
     return row
 
 
@@ -182,7 +270,8 @@ def _relations(engine: Any) -> int:
 
 
 def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_sample: int,
-              k: int, embedder: Any, console: Console, workdir: Path | None,
+              k: int, embedder: Any, sides: Sequence[BareSide], console: Console,
+              workdir: Path | None,
               cache_dir: Path | None, synth: SyntheticVectors | None,
               keep: bool) -> list[dict[str, Any]]:
     from mnemonia import MemoryEngine
@@ -200,7 +289,8 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
     base.update(_fill(n, kind, col, engine, source, console))
     if isinstance(source, RealVectors):
         source.finish()
-    base.update(_ingest_sample(n, kind, ingest_sample, embedder, col, engine))
+    base.update(_ingest_sample(n, kind, ingest_sample, sides, col, engine))
+    base.update(_single_adds(n, kind, SINGLE_ADDS, sides, col, engine))
 
     def reopen() -> tuple[Any, Any, Any]:
         # Right after a bulk load Chroma still answers from its un-compacted log (hundreds of
@@ -214,7 +304,7 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
     client, col, engine = reopen()
     qtexts = query_texts(queries)
     rows = [{**base, "corpus": kind, "relations": _relations(engine),
-             **_recall(embedder, col, engine, qtexts, k)}]
+             **_recall(sides, col, engine, qtexts, k)}]
     if enrich:
         t0 = time.perf_counter()
         rep = engine.enrich(tenant=TENANT)
@@ -225,12 +315,12 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
         client, col, engine = reopen()
         rows.append({**base, "corpus": "enriched", "relations": _relations(engine),
                      "enrich_s": spent, "enriched": rep.enriched,
-                     **_recall(embedder, col, engine, qtexts, k)})
+                     **_recall(sides, col, engine, qtexts, k)})
     engine.close()
     client.close()
     disk = {"bare_disk_mb": _disk_mb(root / "bare"), "ours_disk_mb": _disk_mb(root / "mnemonia"),
             "peak_rss_mb": _peak_rss_mb()}
-    total = n + ingest_sample
+    total = n + ingest_sample + SINGLE_ADDS
     for r in rows:
         r.update(disk, relations_per_memory=r["relations"] / total)
     if not keep:
@@ -239,11 +329,17 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
 
 
 def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 1000,
-              k: int = 3, console: Console | None = None, workdir: Path | None = None,
+              k: int = 10, console: Console | None = None, workdir: Path | None = None,
               cache_dir: Path | None = None, enrich: bool = False, vectors: bool = False,
-              keep: bool = False, backend: str | None = None) -> list[dict[str, Any]]:
-    """Measure, for each store size, recall p50/p95 and ingest throughput of Mnemonia and of a
-    bare Chroma collection (same embedder, same vectors), and print the ratios.
+              keep: bool = False, backend: str | None = None,
+              bare_backend: str = "sentence-transformers", bare_threads: int = 1
+              ) -> list[dict[str, Any]]:
+    """Measure, for each store size, recall p50/p95 and ingest throughput of Mnemonia and of
+    the bare pair (``bare_backend``'s embedder + a Chroma collection, same vectors) and the
+    bare pair on the engine's embedder, and print the ratios against each.
+    ``bare_threads``: torch threads of a sentence-transformers bare side (default 1, as
+    ``embedder.py`` and ``locomo.py``: on the shared 2-core machine two threads made the bare
+    side slower and erratic whenever anything else ran).
 
     ``vectors=True``: the fill vectors are synthetic (core embeddings plus noise, see
     ``speed_corpus``), so no fill text is embedded; queries and the ingest sample still go
@@ -254,6 +350,11 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     console = console or Console()
     embedder = default_embedder() if backend is None else default_embedder(backend)
     embedder.embed_query("warm up")
+    if bare_backend not in BARE_BACKENDS:
+        raise ValueError(f"bare_backend={bare_backend!r}: one of {BARE_BACKENDS}")
+    bare = bare_side(bare_backend, bare_threads)
+    bare.query("warm up")
+    sides = [BareSide("bare", bare.encode), same_side(embedder)]
     synth = None
     if vectors:
         synth = SyntheticVectors(embedder, cache_dir / "cores.npy" if cache_dir else None)
@@ -261,24 +362,36 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     for n in sizes:
         results += _one_size(n, enrich=enrich, vectors_mode="synthetic" if vectors else "model",
                              queries=queries, ingest_sample=ingest_sample, k=k,
-                             embedder=embedder, console=console, workdir=workdir,
+                             embedder=embedder, sides=sides, console=console,
+                             workdir=workdir,
                              cache_dir=cache_dir, synth=synth, keep=keep)
-        print_table(results, console)
+        print_table(results, console, bare_backend, getattr(embedder, "name", "?"))
     return results
 
 
-def print_table(results: Sequence[dict[str, Any]], console: Console) -> None:
-    table = Table(title="Mnemonia vs bare Chroma kNN (same embedder, same run; bare / ours)")
-    for c in ("memories", "corpus", "rel/mem", "fill/s (vectors given)", "ingest/s (embedded)",
-              "ratio", "recall p50 ms", "ratio", "p95 ms", "ratio", "disk MB", "peak RSS MB"):
-        table.add_column(c, justify="right")
-    for r in results:
-        table.add_row(
-            f"{r['n']:,}", r["corpus"], f"{r['relations_per_memory']:.1f}",
-            f"{r['bare_fill_per_s']:.0f} / {r['ours_fill_per_s']:.0f}",
-            f"{r['bare_ingest_per_s']:.0f} / {r['ours_ingest_per_s']:.0f}",
-            f"{r['ingest_ratio']:.2f}x",
-            f"{r['bare_p50_ms']:.1f} / {r['ours_p50_ms']:.1f}", f"{r['recall_p50_ratio']:.2f}x",
-            f"{r['bare_p95_ms']:.1f} / {r['ours_p95_ms']:.1f}", f"{r['recall_p95_ratio']:.2f}x",
-            f"{r['bare_disk_mb']:.0f} / {r['ours_disk_mb']:.0f}", f"{r['peak_rss_mb']:.0f}")
-    console.print(table)
+def print_table(results: Sequence[dict[str, Any]], console: Console,
+                bare_backend: str = "sentence-transformers", ours: str = "") -> None:
+    """Two tables: each figure as bare / ours with the ratio, ``bare`` the pair on
+    ``bare_backend``, ``same`` the pair on the engine's own embedder."""
+    for side, what in (("bare", f"bare pair on {bare_backend}"),
+                       ("same", "bare pair on the engine's embedder")):
+        table = Table(title=f"Mnemonia vs the {what} (same run; bare / ours; "
+                            f"k={results[0].get('k', '?') if results else '?'})")
+        for c in ("memories", "corpus", "rel/mem", "fill/s (vectors given)",
+                  "add_many/s (embedded)", "ratio", "add ms", "ratio", "recall p50 ms", "ratio",
+                  "p95 ms", "ratio", "disk MB", "peak RSS MB"):
+            table.add_column(c, justify="right")
+        for r in results:
+            table.add_row(
+                f"{r['n']:,}", r["corpus"], f"{r['relations_per_memory']:.1f}",
+                f"{r['bare_fill_per_s']:.0f} / {r['ours_fill_per_s']:.0f}",
+                f"{r[side + '_ingest_per_s']:.0f} / {r['ours_ingest_per_s']:.0f}",
+                f"{r[side + '_ingest_ratio']:.2f}x",
+                f"{r[side + '_add_ms']:.1f} / {r['ours_add_ms']:.1f}",
+                f"{r[side + '_add_ratio']:.2f}x",
+                f"{r[side + '_p50_ms']:.1f} / {r['ours_p50_ms']:.1f}",
+                f"{r[side + '_p50_ratio']:.2f}x",
+                f"{r[side + '_p95_ms']:.1f} / {r['ours_p95_ms']:.1f}",
+                f"{r[side + '_p95_ratio']:.2f}x",
+                f"{r['bare_disk_mb']:.0f} / {r['ours_disk_mb']:.0f}", f"{r['peak_rss_mb']:.0f}")
+        console.print(table)
