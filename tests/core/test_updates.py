@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
-from mnemonia.scoring import statements
+from mnemonia.scoring import questions, statements
 from mnemonia.updates import judge
 
 
@@ -224,9 +224,9 @@ def test_many_pairs_read_with_one_cache(tmp_path: Path) -> None:
 
 def test_a_question_about_the_old_value_still_finds_it(tmp_path: Path,
                                                        clock: ManualClock) -> None:
-    assert statements.asks_about_past("Where did I live before Denver?")
-    assert statements.asks_about_past("What was my old phone number?")
-    assert not statements.asks_about_past("Where do I live?")
+    assert questions.asks_about_past("Where did I live before Denver?")
+    assert questions.asks_about_past("What was my old phone number?")
+    assert not questions.asks_about_past("Where do I live?")
     engine = _open(tmp_path / "s", clock)
     try:
         old = engine.add("I live in Boston.", tenant="t", speaker="Ana")
@@ -271,23 +271,23 @@ def test_chat_small_talk_supersedes_nothing(old: str, old_speaker: str, new: str
 ])
 def test_what_a_question_asks_about(question: str, names: set[str], self_: bool,
                                     attribute: str | None) -> None:
-    asked = statements.asked(question)
+    asked = questions.asked(question)
     assert (set(asked.names), asked.self_, asked.attribute) == (names, self_, attribute)
 
 
 def test_a_memory_fits_the_question_by_subject_and_kind() -> None:
-    q = statements.asked("What is the deadline for my grant report?")
+    q = questions.asked("What is the deadline for my grant report?")
 
     def fit(text: str, speaker: str = "Fetil") -> tuple[int, str | None]:
-        return statements.agreement(q, statements.analyse(text, speaker))
+        return questions.agreement(q, statements.analyse(text, speaker))
 
     assert fit("My grant report is due on March 8.") == (2, "self:fetil / deadline")
     assert fit("They pushed my grant report to March 11.") == (2, "self:fetil / deadline")
     assert fit("The deadline for Datour's grant report is August 12.")[0] == 0  # another's
     assert fit("Is my grant report due on March 8?")[0] == 1  # a question states nothing
     assert fit("I need to finish the grant report deadline tables.")[1] is None  # no value
-    q = statements.asked("Which operating system does Boupomouth use on the laptop?")
-    assert statements.agreement(q, statements.analyse("My laptop runs Linux.", "Boupomouth")
+    q = questions.asked("Which operating system does Boupomouth use on the laptop?")
+    assert questions.agreement(q, statements.analyse("My laptop runs Linux.", "Boupomouth")
                                 ) == (2, "self:boupomouth / os")
 
 
@@ -302,7 +302,7 @@ def test_the_kind_of_fact_is_read_as_by_every_pattern() -> None:
     for low in clauses:
         naive = next(((n, c) for n, c, p in statements.ATTRIBUTES if p.search(low)),
                      (None, None))
-        assert statements._kind(low) == naive, low
+        assert statements.kind_of(low) == naive, low
 
 
 def test_the_current_version_inherits_the_match_of_the_one_it_replaced(

@@ -23,7 +23,7 @@ from mnemonia.keywords import KeywordQuery
 from mnemonia.recall.keywords import relevance
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
-from mnemonia.scoring.statements import asks_about_past
+from mnemonia.scoring.questions import asks_about_past
 from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
 from mnemonia.store.statements import SqlCondition

@@ -18,7 +18,7 @@ from mnemonia.recall.tenant import cue_index
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring import modes as modes_mod
-from mnemonia.scoring import statements
+from mnemonia.scoring import questions, statements
 from mnemonia.validation import row_speaker
 
 __all__ = ["final_score", "match_cues", "practice_of", "ranked", "spread_bound"]
@@ -175,11 +175,11 @@ def _by_slot(rt: Runtime, req: RecallRequest, c: Candidates,
              prelim: list[tuple[float, str, act.Activation]]
              ) -> list[tuple[float, str, act.Activation]]:
     """For a question about one person's one-valued slot ("who is Datour's manager?"):
-    the best hits that state a value of that slot (:func:`~mnemonia.scoring.statements.agreement`)
+    the best hits that state a value of that slot (:func:`~mnemonia.scoring.questions.agreement`)
     score ``1 + slot_weight`` times higher; then, of those, the later statements take the
     better places (a version detection did not catch ranks below the one that replaced
     it). The rest keep their order."""
-    question = statements.asked(req.query)
+    question = questions.asked(req.query)
     if not question.slot:
         return prelim
     n = max(2 * req.k, SLOT_HEAD)
@@ -189,7 +189,7 @@ def _by_slot(rt: Runtime, req: RecallRequest, c: Candidates,
     scored = []
     for score, mid, a in head:
         r = rows[mid]
-        _, slot = statements.agreement(question, statements.analyse(r.text, row_speaker(r)))
+        _, slot = questions.agreement(question, statements.analyse(r.text, row_speaker(r)))
         if slot is not None:
             slots[mid] = slot
         scored.append((score * (1.0 + w) if slot is not None else score, mid, a))

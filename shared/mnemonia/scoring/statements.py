@@ -28,15 +28,15 @@ Pure standard library, like the rest of :mod:`mnemonia.scoring`: no I/O, no time
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from mnemonia.scoring.activation import STOP_WORDS
 from mnemonia.scoring.stemming import stem
 
-__all__ = ["ATTRIBUTES", "Decision", "Statement", "analyse", "asks_about_past", "decide", "differs",
-           "kind_words"]
+__all__ = ["ATTRIBUTES", "CALENDAR", "FIRST_PERSON", "MANY", "ONE", "Decision", "Statement",
+           "analyse", "decide", "differs", "favourite", "kind_of", "kind_words", "names_in",
+           "withdraws"]
 
 ONE, MANY = "one", "many"
 
@@ -173,13 +173,13 @@ whose words starts so skips the pattern (most clauses of a chat state no kind of
 each of the ~30 patterns was searched in each: 1.2 s of 3.6 s over 6,760 chat texts)."""
 
 
-def _favourite(low: str) -> tuple[str, str] | None:
+def favourite(low: str) -> tuple[str, str] | None:
     """``("favourite <noun>", ONE)`` when the clause names a favourite, else None."""
     fav = _FAVOURITE.search(low)
     return None if fav is None else (f"favourite {next(g for g in fav.groups() if g)}", ONE)
 
 
-def _kind(masked: str) -> tuple[str | None, str | None]:
+def kind_of(masked: str) -> tuple[str | None, str | None]:
     """The first kind of fact of :data:`ATTRIBUTES` whose pattern ``masked`` matches."""
     starts: set[str] = set()
     for w in _STARTS(masked):
@@ -246,7 +246,8 @@ _PAST = re.compile(r"\b(?:last (?:year|week|weekend|month|summer|spring|winter|a
                    r"|wore|painted|submitted|wrote|used \d|skipped|had lunch|had dinner"
                    r"|went on|worked under|worked as|called)\b")
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b")
-_FIRST = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us)\b")
+FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us)\b")
 _POSSESSIVE = re.compile(r"\b([A-Z][\w-]+)(?:'s|’s)\b")
 _NAME = re.compile(r"\b(?:[A-Z]|[a-z]+[A-Z])[\w'’-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'’-]*)*")
 _NUMBER = re.compile(
@@ -277,7 +278,7 @@ _OPENERS = frozenset((
     "deadlines", "performance", "wedding", "spam", "writer's", "packing", "groceries",
     "there", "some", "every", "each", "all", "most", "many", "much", "more", "less",
 ))
-_CALENDAR = frozenset((*_MONTH, "monday", "tuesday", "wednesday", "thursday", "friday",
+CALENDAR = frozenset((*_MONTH, "monday", "tuesday", "wednesday", "thursday", "friday",
                        "saturday", "sunday", "mondays", "tuesdays", "wednesdays", "thursdays",
                        "fridays", "saturdays", "sundays"))
 _LED = re.compile(r"\b(?:leads|heads|runs|manages|chairs)\s+((?:[A-Z][\w-]*\s?)+)"
@@ -355,7 +356,7 @@ class Decision:
                 "confidence": round(self.confidence, 3), "reason": self.reason}
 
 
-def _names(clause: str) -> list[str]:
+def names_in(clause: str) -> list[str]:
     found = []
     for m in _NAME.finditer(clause):
         words = m.group(0).split()
@@ -392,10 +393,10 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
             ) -> Statement:
     low = clause.lower().replace("’", "'")
     question = clause.rstrip().endswith("?")
-    names = [n for n in _names(clause) if n not in _CALENDAR]
+    names = [n for n in names_in(clause) if n not in CALENDAR]
     possessive = [m.group(1).lower() for m in _POSSESSIVE.finditer(clause)
                   if m.group(1).lower() not in _OPENERS | _NOT_NAMES]
-    first = bool(_FIRST.search(low))
+    first = bool(FIRST_PERSON.search(low))
     lead = re.sub(r"^(?:actually|update|so|well|also|oh|and|but|now)\W+", "", low)
     subject_name: str | None = None
     if possessive:
@@ -442,7 +443,7 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     for v in sorted(values, key=len, reverse=True):
         if not v.isdigit() and len(v) > 2 and v in masked:
             masked = masked.replace(v, " ")
-    attribute, cardinality = _favourite(low) or _kind(masked)
+    attribute, cardinality = favourite(low) or kind_of(masked)
     if attribute is not None and (attribute.startswith("favourite") or attribute == "job"
                                   or (not values and attribute in _LOWERCASE_VALUES)):
         values |= _complements(low, attribute)
@@ -504,7 +505,7 @@ _WITHDRAWS_TOO = {"job": "employer", "employer": "job"}
 anymore" leaves no employer, "I'm not working anywhere" no job title."""
 
 
-def _withdraws(s: Statement, attribute: str | None) -> bool:
+def withdraws(s: Statement, attribute: str | None) -> bool:
     """Whether ``s`` withdraws a value of ``attribute`` (its own kind, or a related one when
     it retracts without naming a value)."""
     return attribute is not None and (s.attribute == attribute or (
@@ -530,7 +531,7 @@ def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
     withdraw a related kind: :data:`_WITHDRAWS_TOO`), else None."""
     if a.attribute is not None and a.attribute == b.attribute:
         return a.attribute, 1.0, a.cardinality
-    if a.attribute is not None and _withdraws(b, a.attribute):
+    if a.attribute is not None and withdraws(b, a.attribute):
         return a.attribute, 1.0, a.cardinality
     if a.attribute is None or b.attribute is None or a.attribute.startswith(
             "favourite") != b.attribute.startswith("favourite"):
@@ -631,92 +632,3 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
         return None
     return Decision("supersedes", conf, where, ", ".join(sorted(old.values)) or old.text,
                     ", ".join(sorted(new.values - old.values)) or new.text, cue, reason)
-
-
-_PAST_QUERY = re.compile(
-    r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|earlier|originally|no longer"
-    r"|anymore|any more|back then|in the past|old|older)\b"
-    r"|\b(?:did|had) (?:i|we|you|he|she|they|\w+) (?:live|work|drive|report to|date|own)\b")
-
-
-def asks_about_past(query: str) -> bool:
-    """Whether a question asks for a value that may since have been replaced ("where did I
-    live before Denver?", "what was my old number?"): recall then shows superseded
-    memories too, each marked ``SUPERSEDED BY``."""
-    return bool(_PAST_QUERY.search(query.lower()))
-
-
-@dataclass(frozen=True)
-class Asked:
-    """What a question asks about, as :func:`asked` reads it: the people it names, whether
-    it asks about the asker ("my", "I"), and the kind of fact."""
-
-    names: frozenset[str]
-    self_: bool
-    attribute: str | None
-    cardinality: str | None = None
-    event: bool = False
-    """Whether it asks what happened ("what damage happened to John's car?"), not for a
-    value."""
-
-    @property
-    def slot(self) -> bool:
-        """Whether it asks for the one value of a slot of someone ("who is Datour's
-        manager?", "where do I live?"), not for one of many ("what does Ana like?") nor
-        for what happened."""
-        return self.cardinality == ONE and bool(self.names or self.self_) and not self.event
-
-
-_QUESTION_WORDS = frozenset(("who", "what", "which", "where", "when", "why", "how", "whom",
-                             "whose", "is", "are", "do", "does", "did", "can", "could"))
-
-
-_EVENT_QUESTION = re.compile(r"\bhappen(?:s|ed|ing)?\b")
-_WHERE_WORK = re.compile(r"\bwhere (?:do|does|did) \w+(?: \w+)? work\b")
-
-
-@lru_cache(maxsize=4096)
-def asked(query: str) -> Asked:
-    """The subject and kind of fact a question asks about ("Who is Datour's manager?":
-    Datour, manager; "What do I do for a living?": the asker, job)."""
-    text = query.strip()
-    low = text.lower().replace("’", "'")
-    acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,}\b", text)}  # OS, LGBTQ, CEO
-    names = frozenset(n for n in _names(text) if n not in _CALENDAR and n not in acronyms
-                      and n.split()[0] not in _QUESTION_WORDS)
-    masked = low
-    for n in names:
-        masked = masked.replace(n, " ")
-    # "where does she work?" asks for a workplace
-    attribute, cardinality = _favourite(low) or (
-        ("employer", ONE) if _WHERE_WORK.search(masked) else _kind(masked))
-    return Asked(names=names, self_=bool(_FIRST.search(low)), attribute=attribute,
-                 cardinality=cardinality, event=bool(_EVENT_QUESTION.search(low)))
-
-
-def agreement(question: Asked, memory: Sequence[Statement]) -> tuple[int, str | None]:
-    """How well a memory's clauses fit what a question asks, and the slot the memory fills
-    when it answers it.
-
-    Per clause: +1 for the same subject, -1 for another one (another person named, or first
-    person where the question names someone who did not say it), +1 for the same kind of
-    fact, -1 for another known kind; a clause with no subject or no known kind adds nothing
-    for it; a clause that states nothing current (a question, a hypothetical, a past event)
-    counts at most 1. The best clause counts (-2 to 2). The slot (``subject / attribute``) is given
-    when that clause fits both ways, its kind holds one value and it states one (or retracts
-    it): of two memories that fill it, the later states what is current."""
-    best, slot = None, None
-    for s in memory:
-        score = 0
-        if s.subject and (question.names or question.self_):
-            who, _, name = s.subject.partition(":")
-            score += 1 if name in question.names or (question.self_ and who == "self") else -1
-        if question.attribute is not None and s.attribute is not None:
-            score += 1 if _withdraws(s, question.attribute) else -1
-        if not s.asserts:
-            score = min(score, 1)  # a question, hypothetical or past event states no fact
-        if best is None or score > best:
-            best = score
-            slot = f"{s.subject} / {question.attribute}" if score == 2 \
-                and s.cardinality == ONE and (s.values or s.retraction) else None
-    return best or 0, slot
