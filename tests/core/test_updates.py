@@ -255,6 +255,27 @@ def test_a_question_about_the_old_value_still_finds_it(tmp_path: Path,
      "The Wolves are my team for sure. And LeBron is the man", "John"),
     ("Having a strong team/support is key - it's like a family away from home.", "John",
      "Having a supportive team who are like family is awesome.", "Tim"),
+    # three more, after a retired 'name' (a capitalised sentence start) met the cue 'new'
+    ("Wow, Caroline! What kinda jobs are you thinkin' of? Anything that stands out?",
+     'Melanie',
+     'Hey Caroline! Missed you. Anything new? Spill the beans!',
+     'Melanie'),
+    ('Hi Gina! Been hectic for me lately. Started hitting the gym last week to stay on'
+     " track with the venture. Gotta figure out how to balance it all, but it's going "
+     'well. How about you?',
+     'Jon',
+     "It was a tough call, but I thought it'd help my biz grow. Handling changes has "
+     "been hard, but I'm staying positive and looking ahead. Anything new for you?",
+     'Jon'),
+    ('Hey Nate, my favorite dairy-free treat is this amazing chocolate raspberry tart.'
+     " It has an almond flour crust, chocolate ganache, and fresh raspberries - it's "
+     'delicious! and shared a photo of a chocolate tart with raspberries on top',
+     'Joanna',
+     'Hey Nate, hi! Yesterday, I tried my newest dairy-free recipe and it was a winner'
+     " with my family! Mixing and matching flavors is fun and I'm always trying new "
+     'things. How about you? and shared a photo of a tart with raspberries on a white '
+     'plate',
+     'Joanna'),
 ])
 def test_chat_small_talk_supersedes_nothing(old: str, old_speaker: str, new: str,
                                             new_speaker: str) -> None:

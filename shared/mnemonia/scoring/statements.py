@@ -552,11 +552,18 @@ def _typed(old: Statement, new: Statement) -> bool:
             and old.attribute not in _LOWERCASE_VALUES and bool(new.values - old.values))
 
 
+_REPLACING = re.compile(r"\b(?:sold|replaced|switched|swapped|traded|instead|left|quit|no longer"
+                        r"|used to|moved)\b")
+"""Cues that say a thing gave way to another ("sold ... and bought", "instead of"), not
+merely that something is new or now."""
+
+
 def _replaced(old: Statement, new: Statement) -> tuple[str, float, str | None] | None:
     """The slot of ``old`` when ``new``, of no known kind, names ``old``'s value beside a
     new one with a change cue ("Krilula sold the Volvo V60 and bought a Fiat Panda" after
     "Krilula's car is a Volvo V60"): the old value retired by name is the slot."""
-    if old.attribute is None or new.attribute is not None or not new.cue:
+    if old.attribute is None or new.attribute is not None or not (
+            new.retraction or (new.cue and _REPLACING.search(new.cue))):
         return None
     if not (new.values - old.values) or not any(_mentions(new, v) for v in old.values):
         return None
