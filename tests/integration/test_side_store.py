@@ -32,7 +32,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -54,8 +54,9 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
 
 
 def test_relation_type_indexes_migration(tmp_path: Path) -> None:
-    """A store made before migration 13 gets the relations' type indexes, and recall's reads
-    of one type's links use them (no read of every relation of each memory)."""
+    """A store made before migration 13 gets the relations' type indexes (13, then 14's
+    index by target), and recall's reads of one type's links use them (no read of every
+    relation of each memory)."""
     store = S.SideStore(f"sqlite:///{tmp_path / 'old.sqlite3'}")
     with store.db.engine.begin() as conn:
         S.schema_migrations.create(conn)
@@ -64,19 +65,62 @@ def test_relation_type_indexes_migration(tmp_path: Path) -> None:
             conn.execute(S.schema_migrations.insert().values(
                 version=version, name=name, applied_at=0.0))
         for name in ("ix_relations_type_src", "ix_relations_type_dst"):
-            conn.exec_driver_sql(f"DROP INDEX {name}")  # as a store made before 13 had it
-    assert store.setup() == [13]
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")  # as before 13
+    assert store.setup() == [13, 14]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}
-        assert {"ix_relations_type_src", "ix_relations_type_dst"} <= names
+        # (migration 14's index serves the reads by target instead of ix_relations_type_dst)
+        assert {"ix_relations_type_src", "ix_relations_incoming"} <= names
+        assert "ix_relations_type_dst" not in names
         plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
             "EXPLAIN QUERY PLAN SELECT src, dst, type, strength FROM relations WHERE "
             "tenant = 'a' AND src IN ('x', 'y') AND type IN ('follows') UNION SELECT src, dst, "
             "type, strength FROM relations WHERE tenant = 'a' AND dst IN ('x', 'y') "
             "AND type IN ('follows')"))
-        assert "ix_relations_type_src" in plan and "ix_relations_type_dst" in plan
+        assert "ix_relations_type_src" in plan and "ix_relations_incoming" in plan
     store.dispose()
+
+
+def test_relations_get_their_source_seq_when_the_store_migrates(tmp_path: Path) -> None:
+    """Migration 14 on a store made before it: every relation gets its source memory's
+    ``seq``, and spreading's read of a memory's strongest incoming edges answers as the
+    ranking of all of them did (strongest first, then the first stored sources)."""
+    from mnemonia import ManualClock, MnemoniaConfig
+    from mnemonia.embeddings import HashingEmbedder
+    from mnemonia.recall import EDGES_PER_SOURCE
+
+    from tests.conftest import START
+
+    folder = tmp_path / "store"
+    eng = MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
+                            clock=ManualClock(START), embedder=HashingEmbedder())
+    hub = eng.add("the hub every note names", tenant="t")
+    notes = [eng.add(f"note {i} about the hub", tenant="t") for i in range(40)]
+    for i, m in enumerate(reversed(notes)):  # written in the reverse of the stored order
+        eng.relate(m.id, hub.id, "same_entity" if i % 3 else "related_to",
+                   strength=1.0 if i % 5 == 0 else 0.5, tenant="t")
+    db = eng.sql.db
+    with db.engine.begin() as conn:  # the store as it was before migration 14
+        conn.exec_driver_sql("DROP INDEX ix_relations_incoming")
+        conn.exec_driver_sql("ALTER TABLE relations DROP COLUMN src_seq")
+        conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 14")
+    eng.close()
+    eng = MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
+                            clock=ManualClock(START), embedder=HashingEmbedder())
+    with eng.sql.connect() as conn:
+        seqs = dict(conn.exec_driver_sql("SELECT id, seq FROM memories").fetchall())
+        rel = conn.exec_driver_sql(
+            "SELECT src, dst, type, strength, src_seq FROM relations").fetchall()
+        assert rel and all(r[4] == seqs[r[0]] for r in rel)
+        got = eng.sql.graph.edges_around(conn, "t", [hub.id], ["related_to", "same_entity"],
+                                         ["correlates", "related_to", "same_entity"],
+                                         EDGES_PER_SOURCE)
+    ranked = sorted((r for r in rel if r[1] == hub.id), key=lambda r: (-r[3], seqs[r[0]]))
+    incoming = [(src, rtype, strength, seq) for src, dst, rtype, strength, n, seq in got if n]
+    assert incoming == [(r[0], r[2], r[3], seqs[r[0]]) for r in ranked[:EDGES_PER_SOURCE]]
+    assert {src for src, *_ in incoming} == {r[0] for r in ranked[:EDGES_PER_SOURCE]}
+    eng.close()
 
 
 LINKED = ("m-c", "m-a", "m-f", "m-b", "m-e", "m-d", "m-g")  # stored in this order, not by id

@@ -15,7 +15,10 @@ from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import memories, memory_entities, relations
 from mnemonia.store.statements import chunks
 
-__all__ = ["Graph"]
+__all__ = ["INCOMING_PARTS", "Graph"]
+
+INCOMING_PARTS = 300
+"""Index ranges (target, type) read by one statement of :meth:`Graph.edges_around`."""
 
 
 class Graph:
@@ -96,6 +99,16 @@ class Graph:
         return out
 
     # -- relations ---------------------------------------------------------------------
+    def _seqs(self, conn: Connection, ids: Sequence[str]) -> dict[str, int]:
+        """``{id: seq}`` of the memories of ``ids`` (a relation's ``src_seq``; 0 for one
+        not stored)."""
+        m = memories.c
+        seqs: dict[str, int] = {}
+        for chunk in chunks(sorted(set(ids))):
+            seqs.update((r[0], int(r[1])) for r in conn.execute(
+                sa.select(m.id, m.seq).where(m.id.in_(chunk))))
+        return seqs
+
     def previous_in_session(self, conn: Connection, tenant: str, session_id: str,
                             memory_id: str, at: float) -> str | None:
         """The memory of the same session just before ``memory_id`` (by time, then seq).
@@ -123,8 +136,10 @@ class Graph:
             existing |= {(r.src, r.dst, r.type) for r in conn.execute(
                 sa.select(relations.c.src, relations.c.dst, relations.c.type).where(
                     relations.c.tenant == tenant, relations.c.src.in_(chunk)))}
-        rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at)
-                for (s, d, t), w in edges.items() if (s, d, t) not in existing and s != d]
+        new = [(k, w) for k, w in edges.items() if k not in existing and k[0] != k[1]]
+        seqs = self._seqs(conn, [k[0] for k, _ in new]) if new else {}
+        rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at,
+                     src_seq=seqs.get(s, 0)) for (s, d, t), w in new]
         if rows:
             conn.execute(relations.insert(), rows)
         return len(rows)
@@ -138,9 +153,9 @@ class Graph:
         if conn.execute(sa.select(r.src).where(key)).first():
             conn.execute(relations.update().where(key).values(strength=strength))
         else:
-            conn.execute(relations.insert().values(tenant=tenant, src=src, dst=dst,
-                                                   type=rel_type, strength=strength,
-                                                   created_at=at))
+            conn.execute(relations.insert().values(
+                tenant=tenant, src=src, dst=dst, type=rel_type, strength=strength,
+                created_at=at, src_seq=self._seqs(conn, [src]).get(src, 0)))
 
     def delete_relation(self, conn: Connection, tenant: str, src: str, dst: str,
                         rel_type: str) -> int:
@@ -172,7 +187,9 @@ class Graph:
             new = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) not in there]
             old = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) in there]
             if new:
-                conn.execute(relations.insert(), new)
+                seqs = self._seqs(conn, [x["src"] for x in new])
+                conn.execute(relations.insert(), [{**x, "src_seq": seqs.get(x["src"], 0)}
+                                                  for x in new])
             if overwrite and old:
                 conn.execute(relations.update().where(
                     r.tenant == sa.bindparam("b_tenant"), r.src == sa.bindparam("b_src"),
@@ -209,7 +226,11 @@ class Graph:
         sources first; ``seq`` is the other end's (the target's of an edge leaving, the
         source's of one pointing in), for an order of equal edges that is the same in every
         process (ids are random uuids). What is read for several ids is what is read for
-        each. (Both halves are searches of the relations' type indexes, migration 13.)"""
+        each.
+
+        The edges pointing in are read ``per_target`` at most per target and type, each one
+        range of ``ix_relations_incoming`` (migration 14): a memory many others point at
+        (the first memories of an entity) costs no more than any other."""
         out: list[Any] = []
         for chunk in chunks(sorted(ids)):
             marks = self.db.in_marks(len(chunk))
@@ -217,15 +238,21 @@ class Graph:
                 "SELECT r.src, r.dst, r.type, r.strength, 0 AS incoming, m.seq "
                 "FROM relations AS r JOIN memories AS m ON m.id = r.dst "
                 f"WHERE r.tenant = ? AND r.type IN ({self.db.in_marks(len(types))}) "
-                f"AND r.src IN ({marks}) "
-                "UNION ALL SELECT src, dst, type, strength, 1 AS incoming, seq FROM ("
-                "SELECT r.src, r.dst, r.type, r.strength, m.seq, ROW_NUMBER() OVER ("
-                "PARTITION BY r.dst ORDER BY r.strength DESC, m.seq) AS n "
-                "FROM relations AS r JOIN memories AS m ON m.id = r.src "
-                f"WHERE r.tenant = ? AND r.dst IN ({marks}) "
-                f"AND r.type IN ({self.db.in_marks(len(symmetric))})) AS incoming "
-                "WHERE n <= ?"),
-                (tenant, *types, *chunk, tenant, *chunk, *symmetric, per_target))
+                f"AND r.src IN ({marks})"), (tenant, *types, *chunk))
+        pairs = [(d, t) for d in sorted(ids) for t in symmetric]
+        best: dict[str, list[Any]] = {}
+        # (at most INCOMING_PARTS ranges per statement: SQLite's limit of compound selects)
+        for part in chunks(pairs, INCOMING_PARTS):
+            one = ("SELECT * FROM (SELECT src, dst, type, strength, src_seq FROM relations "
+                   "WHERE tenant = ? AND type = ? AND dst = ? "
+                   "ORDER BY strength DESC, src_seq LIMIT ?) AS p{}")
+            statement = " UNION ALL ".join(one.format(i) for i in range(len(part)))
+            params = [x for d, t in part for x in (tenant, t, d, per_target)]
+            for src, dst, rtype, strength, seq in self.db.fetch(conn, statement, params):
+                best.setdefault(dst, []).append((-strength, seq, rtype, src))
+        for dst, got in best.items():
+            for nw, seq, rtype, src in sorted(got)[:per_target]:
+                out.append((src, dst, rtype, -nw, 1, seq))
         return out
 
     def typed_links(self, conn: Connection, tenant: str, ids: Sequence[str],

@@ -93,11 +93,14 @@ relations = sa.Table(
     sa.Column("type", sa.String(48), nullable=False),
     sa.Column("strength", sa.Float, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    # the source memory's seq (migration 14): a memory's strongest incoming edges of a type,
+    # the first stored sources first, are one index range (ix_relations_incoming)
+    sa.Column("src_seq", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.PrimaryKeyConstraint("tenant", "src", "dst", "type"),
     sa.Index("ix_relations_dst", "tenant", "dst"),
-    # recall reads one type's links of a few memories (migration 13)
+    # recall reads one type's links of a few memories (migration 13; ix_relations_incoming,
+    # migration 14, serves the reads by target)
     sa.Index("ix_relations_type_src", "tenant", "type", "src", "dst", "strength"),
-    sa.Index("ix_relations_type_dst", "tenant", "type", "dst", "src", "strength"),
 )
 
 access_log = sa.Table(
@@ -470,6 +473,27 @@ def _relation_type_indexes(conn: Connection) -> None:
                          "ON relations (tenant, type, dst, src, strength)")
 
 
+def _incoming_relations(conn: Connection) -> None:
+    """Each relation knows its source memory's ``seq`` (``src_seq``; a relation whose source
+    is gone keeps 0), and ``ix_relations_incoming`` orders a memory's incoming relations of a
+    type strongest first, then the first stored sources first: spreading reads the strongest
+    few of them as one index range each, where it ranked every one (a memory named by many
+    others, such as the first memories of an entity, has a number of incoming
+    ``same_entity`` relations that grows with the tenant: 18,728 at 100k memories). It also
+    covers the reads by target that ``ix_relations_type_dst`` (migration 13) served, which
+    goes. A store created since migration 1 has the column already."""
+    if "src_seq" not in {c["name"] for c in sa.inspect(conn).get_columns("relations")}:
+        conn.exec_driver_sql(
+            "ALTER TABLE relations ADD COLUMN src_seq INTEGER NOT NULL DEFAULT 0")
+        conn.exec_driver_sql(
+            "UPDATE relations SET src_seq = (SELECT m.seq FROM memories AS m "
+            "WHERE m.id = relations.src) WHERE EXISTS (SELECT 1 FROM memories AS m "
+            "WHERE m.id = relations.src)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_relations_incoming ON relations "
+                         "(tenant, type, dst, strength DESC, src_seq, src)")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_relations_type_dst")
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -485,4 +509,6 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (11, "writers of unfinished memory writes", _create_memory_writers),
     (12, "entity links in the order their memories were stored", _entity_link_order),
     (13, "relations by type and either end", _relation_type_indexes),
+    (14, "relations by target, strongest and first stored sources first",
+     _incoming_relations),
 ]
