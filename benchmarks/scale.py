@@ -397,6 +397,9 @@ def main() -> None:
     ap.add_argument("--no-immediate", dest="immediate", action="store_false",
                     help="default thresholds at fill (fewer memories enriched at ingest)")
     ap.add_argument("--workdir", type=Path, required=True, help="the stores go here (new)")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on filling the stores an earlier run kept in --workdir (the same "
+                         "corpus, from the memories the engine holds) up to --checkpoints")
     ap.add_argument("--measure", action="store_true",
                     help="no fill: measure the stores an earlier run kept in --workdir "
                          "(one stopped before its last checkpoint)")
@@ -405,7 +408,8 @@ def main() -> None:
     args = ap.parse_args()
     from mnemonia.embeddings import default_embedder
 
-    if args.workdir.exists() and any(args.workdir.iterdir()) and not args.measure:
+    kept = args.measure or args.resume
+    if args.workdir.exists() and any(args.workdir.iterdir()) and not kept:
         sys.exit(f"{args.workdir} is not empty")
     args.workdir.mkdir(parents=True, exist_ok=True)
     cache = Path(__file__).with_name(".cache")
@@ -418,7 +422,7 @@ def main() -> None:
     log(f"scale: {head}")
     # a kill (SIGTERM) unwinds like an error: the servers started here are stopped
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    stores = Stores(args.mode, args.workdir, embedder, args.immediate, existing=args.measure)
+    stores = Stores(args.mode, args.workdir, embedder, args.immediate, existing=kept)
     rows: list[dict[str, Any]] = []
     used = [0]
 
@@ -439,6 +443,12 @@ def main() -> None:
             args.checkpoints = []
         filler = Filler(stores, synth, max(args.checkpoints, default=0), args.tenants,
                         args.per_tenant, args.bare_tenants)
+        if args.resume:
+            found = Found.read(stores)
+            filler.done = found.done
+            filler.filled_tenants, filler.twinned = found.filled_tenants, found.twinned
+            filler.source = (p for p in filler.source if p.offset >= found.done)
+            log(f"resuming at {found.done:,} memories in {len(found.filled_tenants):,} tenants")
         for target in sorted(args.checkpoints):  # (none with --measure)
             rates = filler.fill_to(target)
             row = {**head, **rates, **checkpoint(stores, filler, args.queries, qsource)}
@@ -448,7 +458,7 @@ def main() -> None:
                 args.json.write_text(json.dumps(rows, indent=2))
     finally:
         stores.shutdown()
-        if not args.keep and not args.measure:
+        if not args.keep and not kept:
             shutil.rmtree(args.workdir, ignore_errors=True)
     log("done")
 
