@@ -53,7 +53,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from servers import ChromaServer, PostgresCluster
+from servers import ChromaServer, PostgresCluster, loadavg
 from speed_corpus import OBJECTS, SUBJECTS, Batch, SyntheticVectors, batches
 
 K = 10
@@ -69,10 +69,6 @@ def log(msg: str) -> None:
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def tenant_names(n: int) -> list[str]:

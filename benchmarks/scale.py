@@ -55,7 +55,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from servers import ChromaServer, PostgresCluster, process_rss_mb
+from servers import ChromaServer, PostgresCluster, disk_mb, loadavg, process_rss_mb
 from speed_corpus import Batch, SyntheticVectors, batches, query_texts
 
 K = 10
@@ -82,19 +82,6 @@ def rss_mb() -> tuple[float, float]:
         elif line.startswith("VmHWM:"):
             peak = int(line.split()[1]) / 1024
     return now, peak
-
-
-def disk_mb(path: Path) -> float:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512
-    return total / 2**20
-
-
-def loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def git_revision() -> str:

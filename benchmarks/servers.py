@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -18,13 +19,28 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ChromaServer", "PostgresCluster", "process_rss_mb"]
+__all__ = ["ChromaServer", "PostgresCluster", "disk_mb", "loadavg", "process_rss_mb"]
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def disk_mb(path: Path) -> float:
+    """Disk blocks used under ``path``, in MB."""
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512
+    return total / 2**20
+
+
+def loadavg() -> str:
+    """The machine's 1, 5 and 15 minute load averages."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def process_rss_mb(pids: list[int]) -> float:

@@ -24,7 +24,6 @@ after the first recall round, Mnemonia's enrichment sweep gives the memories the
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import statistics
 import tempfile
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from servers import disk_mb
 from speed_corpus import Batch, SyntheticVectors, batches, query_texts, synthetic_texts
 
 __all__ = ["BARE_BACKENDS", "run_speed", "synthetic_texts"]
@@ -106,15 +106,6 @@ def _peak_rss_mb() -> float:
         pass
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _disk_mb(path: Path) -> float:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512
-    return total / 2**20
 
 
 class RealVectors:
@@ -318,7 +309,7 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
                      **_recall(sides, col, engine, qtexts, k)})
     engine.close()
     client.close()
-    disk = {"bare_disk_mb": _disk_mb(root / "bare"), "ours_disk_mb": _disk_mb(root / "mnemonia"),
+    disk = {"bare_disk_mb": disk_mb(root / "bare"), "ours_disk_mb": disk_mb(root / "mnemonia"),
             "peak_rss_mb": _peak_rss_mb()}
     total = n + ingest_sample + SINGLE_ADDS
     for r in rows:
