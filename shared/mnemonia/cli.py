@@ -521,14 +521,14 @@ def bench(n: Annotated[int, typer.Option(help="memories to ingest")] = 2000,
           queries: int = 100) -> None:
     """A quick speed comparison against bare Chroma kNN (benchmarks/speed.py of a checkout)."""
     import importlib.util
-
+    import sys
     positive_int(n, "n")
     positive_int(queries, "queries")
     harness = Path(__file__).resolve().parents[2] / "benchmarks" / "speed_harness.py"
     if not harness.exists():
-        _fail(InvalidInputError(
-            f"the speed harness ships with the source checkout ({harness} is missing): clone "
-            "the repository and run `python benchmarks/speed.py`"))
+        _fail(InvalidInputError(f"the speed harness ships with the source checkout ({harness} "
+                                "is missing): clone the repository, run benchmarks/speed.py"))
+    sys.path.insert(0, str(harness.parent))  # the harness imports its sibling modules
     spec = importlib.util.spec_from_file_location("mnemonia_speed_harness", harness)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
