@@ -51,6 +51,10 @@ REFERENCE = Path(__file__).with_name("reference.json")
 START = datetime.fromisoformat("2025-01-01T09:00:00+00:00")
 MODES = ("agent_memory", "general", "belief", "procedural", "relevance")
 DIGITS = 9  # floats are compared rounded to this many decimals
+# ... and equal within this relative tolerance: values computed in float32 (cosines with a
+# concept's mean vector) differ in the 7th significant digit from one CPU's BLAS kernels to
+# another's (on an AMD EPYC, 2026-11-28: 0.950968981 against the reference's 0.950969934)
+FLOAT32_REL = 1e-5
 EMBEDDING_DIGITS = 6  # Chroma embeddings are hashed rounded to this many decimals
 # Values that depend on the wall clock, not on the engine's clock: masked in the table dump.
 VOLATILE_COLUMNS = {("schema_migrations", "applied_at")}
@@ -504,6 +508,9 @@ def differences(expected: Any, actual: Any, path: str) -> Iterator[str]:
         elif len(actual) > len(expected):
             yield (f"{path}: {len(expected)} items expected, {len(actual)} now (first new "
                    f"one: {_short(actual[len(expected)])})")
+        return
+    if type(expected) is float and type(actual) is float and math.isclose(
+            expected, actual, rel_tol=FLOAT32_REL, abs_tol=10.0 ** -DIGITS):
         return
     if type(expected) is not type(actual) or expected != actual:
         yield f"{path}: expected {_short(expected)}, got {_short(actual)}"
