@@ -11,7 +11,7 @@ the side-store (shared by every tenant of the store, per model) when memories ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -31,6 +31,9 @@ EXPANSIONS_PER_WORD = 20
 """Related words one query word may match (the closest over the threshold)."""
 MIN_WORD = 3
 MAX_WORD = 40
+KIND_CREDIT = 0.8
+"""The keyword credit of a word that names the kind of fact a question asks about, for the
+question's word that names it ("boss" for "report" in "who do I report to?")."""
 WORD_CACHE = 4096
 """Vectors of query words no memory uses, kept per process (least recently used dropped)."""
 
@@ -62,14 +65,24 @@ def content_words(words: Iterable[str]) -> list[str]:
 
 
 def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[str],
-                  size: int, left_out: Sequence[str] = ()) -> KeywordQuery:
+                  size: int, left_out: Sequence[str] = (),
+                  kinds: Mapping[str, Sequence[str]] | None = None) -> KeywordQuery:
     """The keyword side of a query with ``tokens`` over a tenant of ``size`` memories;
     ``left_out``: the indexed texts of memories the recall leaves out, whose words then do
-    not count in the words' document frequencies (``size`` already excludes them)."""
+    not count in the words' document frequencies (``size`` already excludes them);
+    ``kinds``: query words that name a kind of fact, with the other words naming it
+    (:func:`mnemonia.scoring.questions.kind_terms`), credited :data:`KIND_CREDIT`."""
     cfg = rt.config
     qtok = list(dict.fromkeys(tokens))
     expansions = _expansions(rt, conn, qtok) \
         if cfg.keyword_expansion > 0 or cfg.keyword_stem_credit > 0 else {}
+    for t, named in (kinds or {}).items():
+        if t in qtok and named:
+            kept = dict(expansions.get(t, {}))  # (a copy: expansions are cached per word)
+            for u in named:
+                if kept.get(u, 0.0) < KIND_CREDIT:
+                    kept[u] = KIND_CREDIT
+            expansions[t] = kept
     related = sorted({u for e in expansions.values() for u in e})
     read = bool(cfg.keyword_idf or related)
     df = rt.sql.keywords.term_docs(conn, tenant, [*qtok, *related], kept=True) if read else {}

@@ -41,12 +41,13 @@ Fact = tuple[str, str | None, float, str | None]
 def judge(old_text: str, old_speaker: str | None, new_text: str, new_speaker: str | None,
           threshold: float) -> statements.Decision | None:
     """The most confident decision over the clause pairs of two memories (``old`` the
-    earlier), or None."""
+    earlier), or None; of equally confident ones, the first that names the new value."""
     best: statements.Decision | None = None
     for a in statements.analyse(old_text, old_speaker):
         for b in statements.analyse(new_text, new_speaker):
             d = statements.decide(a, b, threshold=threshold)
-            if d is not None and (best is None or d.confidence > best.confidence):
+            if d is not None and (best is None or (d.confidence, d.new_value != new_text)
+                                  > (best.confidence, best.new_value != new_text)):
                 best = d
     return best
 

@@ -379,3 +379,90 @@ def test_a_retraction_finds_the_statement_it_withdraws_among_many(
         assert kainer[0].superseded_by is None  # another speaker's manager stays
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    # reported content: "it says I'm an accountant" states "I'm an accountant"
+    ("My job title is user researcher.", "Could you review my cover letter? It says I'm an "
+     "accountant, and the tone feels stiff.", "accountant"),
+    # a demonstrative names the thing just mentioned: a number, a name, "a pharmacist"
+    ("My mobile number is 0504 224 5164.", "If the courier calls, tell them to ring 0224 225 "
+     "2319, that's my number since the switch.", "02242252319"),
+    ("My boss is Zokragai.", "How should I prepare for a first one-to-one with Titol? That's my "
+     "manager since the reorg.", "titol"),
+    ("I'm a product designer.", "What books would you suggest for a veterinarian? That's my "
+     "role since the spring, and I want to get better at it.", "veterinarian"),
+    ("My favourite colour is blue.", "Help me pick a phone case for me: mint green would be "
+     "ideal, it's my favourite colour.", "mint green"),
+    ("Nesa's favourite colour is mustard.", "Help me pick a phone case for Nesa: teal would be "
+     "ideal, it's their favourite colour.", "teal"),
+    ("I drive a Hyundai Ioniq.", "Can you find winter tyres for a Kia Niro? That's what I drive "
+     "now, and the old ones don't fit.", "kia niro"),
+    # a pronoun of place takes the place just named
+    ("I live in Ghent.", "Any good bakeries near the station in Porto? I just settled there "
+     "and need a morning routine.", "porto"),
+    # "high school teacher" names no other school: the value is not a qualifier
+    ("My job title is high school teacher.", "What books would you suggest for a copywriter? "
+     "That's my role since the spring.", "copywriter"),
+])
+def test_a_new_value_stated_inside_a_request_supersedes(old: str, new: str, value: str
+                                                        ) -> None:
+    d = _judge(old, new)
+    assert d is not None and d.kind == "supersedes", (old, new)
+    assert value in d.new_value
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a demonstrative with nothing named before it, or naming someone else's thing
+    ("My favourite colour is blue.", "That's my favourite colour, by the way."),
+    ("I live in Ghent.", "Ana said she loves Porto, and she lives there."),
+    # a request whose parts state nothing current
+    ("My boss is Zokragai.", "Should I email Titol, or would that annoy my manager?"),
+    ("I drive a Hyundai Ioniq.", "Could you find tyres for a Kia Niro? My brother drives one."),
+])
+def test_what_a_request_does_not_state(old: str, new: str) -> None:
+    assert _judge(old, new) is None, (old, new)
+
+
+@pytest.mark.parametrize(("question", "anchor", "named"), [
+    ("Who do I report to?", "report", {"boss", "manager"}),
+    ("What do I do for a living?", "living", {"job", "role", "occupation"}),
+    ("Where does Riguth work?", "work", {"employer", "company"}),
+    ("Where do I live?", "live", {"home", "city", "address"}),
+])
+def test_a_slot_question_names_its_kind_in_other_words(question: str, anchor: str,
+                                                       named: set[str]) -> None:
+    terms = questions.kind_terms(question)
+    assert set(terms) == {anchor}
+    assert named <= set(terms[anchor])
+
+
+@pytest.mark.parametrize("question", ["What does Ana like?", "What happened to John's car?",
+                                      "Tell me about the trip."])
+def test_other_questions_name_no_kind(question: str) -> None:
+    assert questions.kind_terms(question) == {}
+
+
+def test_a_slot_stated_in_other_words_is_found_for_the_question(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """"Who do I report to?" shares no word with "My boss is Tadrek" nor with its
+    retraction: the question's word for its kind ("report") credits the kind's other words
+    (boss, manager), so the slot's statements are candidates, and the current one comes
+    first above a memory that only shares the word "report"."""
+    engine = _open(tmp_path / "s", clock)
+    try:
+        engine.add("My boss is Tadrek.", tenant="t", speaker="Fetil")
+        for text in ["My grant report is due on March 11.", "I had noodles for lunch.",
+                     "The report on the printer is due.", "The printer jammed again."]:
+            engine.add(text, tenant="t", speaker="Fetil")
+        clock.advance(timedelta(days=3))
+        new = engine.add("I don't have a manager anymore; I'm freelancing.", tenant="t",
+                         speaker="Fetil")
+        got = engine.recall("Who do I report to?", tenant="t", k=3, touch=False)
+        assert [h.memory.id for h in got.memories][:1] == [new.id]
+        engine.close()
+        engine = _open(tmp_path / "s", clock, slot_weight=0.0)
+        plain = engine.recall("Who do I report to?", tenant="t", k=3, touch=False)
+        assert [h.memory.id for h in plain.memories][:1] != [new.id]
+    finally:
+        engine.close()

@@ -13,6 +13,7 @@ from mnemonia.recall.keywords import keyword_part, relevance
 from mnemonia.recall.run import KeywordSide, RecallRequest, RecallRun, read
 from mnemonia.recall.tenant import session_neighbours, tenant_size
 from mnemonia.runtime import Runtime
+from mnemonia.scoring import questions
 from mnemonia.store.database import Connection
 from mnemonia.store.exact import ExactScores
 from mnemonia.store.vectors import VectorCollection
@@ -36,8 +37,9 @@ def keyword_side(rt: Runtime, req: RecallRequest, col: VectorCollection, qtok: l
     cfg = rt.config
     with rt.reading() as conn:
         gone = _left_out(rt, conn, req)
+        kinds = questions.kind_terms(req.query) if cfg.slot_weight > 0 and req.query else None
         kq = keyword_query(rt, conn, req.tenant, qtok,
-                           tenant_size(rt, conn, req.tenant) - len(gone), gone)
+                           tenant_size(rt, conn, req.tenant) - len(gone), gone, kinds)
         hits = rt.sql.keywords.keyword_search(
             conn, req.tenant, kq.search,
             cfg.keyword_candidates and max(cfg.keyword_candidates, req.k),

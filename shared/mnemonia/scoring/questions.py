@@ -16,16 +16,18 @@ from functools import lru_cache
 
 from mnemonia.scoring.statements import (
     CALENDAR,
+    ATTRIBUTES,
     FIRST_PERSON,
     ONE,
     Statement,
     favourite,
     kind_of,
+    kind_lexicon,
     names_in,
     withdraws,
 )
 
-__all__ = ["Asked", "agreement", "asked", "asks_about_past"]
+__all__ = ["Asked", "agreement", "asked", "asks_about_past", "kind_terms"]
 
 
 _PAST_QUERY = re.compile(
@@ -84,7 +86,7 @@ def asked(query: str) -> Asked:
         masked = masked.replace(n, " ")
     # "where does she work?" asks for a workplace
     attribute, cardinality = favourite(low) or (
-        ("employer", ONE) if _WHERE_WORK.search(masked) else kind_of(masked))
+        ("employer", ONE) if _WHERE_WORK.search(low) else kind_of(masked))
     return Asked(names=names, self_=bool(FIRST_PERSON.search(low)), attribute=attribute,
                  cardinality=cardinality, event=bool(_EVENT_QUESTION.search(low)))
 
@@ -115,3 +117,47 @@ def agreement(question: Asked, memory: Sequence[Statement]) -> tuple[int, str | 
             slot = f"{s.subject} / {question.attribute}" if score == 2 \
                 and s.cardinality == ONE and (s.values or s.retraction) else None
     return best or 0, slot
+
+
+_WORDS = re.compile(r"[a-z][a-z'-]+")
+_VALUE_QUESTION = re.compile(r"(?:who|whom|what|where|which)\b(?!\s+(?:did|was|were|had)\b)")
+"""A question that asks for a value now ("who is ...", "where does ..."), not what happened
+("when did ...", "what did ...") nor yes or no ("would ...", "does ...")."""
+_NOT_NOW = re.compile(r"\b(?:did|was|were|had|will|might|could|would|should|wants?|after|before"
+                      r"|during|likely|visited|goals?)\b")
+SLOT_QUESTION_WORDS = 10
+"""A question that asks for a slot's value is short: "Who does Dreimek report to?", "What is
+Nesa's job title?"; of LoCoMo dev's questions naming a kind of fact, the longer ones ask
+about something else ("What is John's number one goal in his basketball career?")."""
+_NOT_KIND = frozenset(("who", "what", "which", "where", "when", "how", "do", "does", "did", "is",
+                       "are", "the", "for", "to", "my", "your", "at", "in", "of", "a", "an"))
+
+
+@lru_cache(maxsize=4096)
+def kind_terms(query: str) -> dict[str, tuple[str, ...]]:
+    """For a question about one person's one-valued slot (:attr:`Asked.slot`): each word of
+    the question that names the kind of fact ("report" in "who do I report to?", "living"
+    in "what do I do for a living?"), with the other words that name that kind
+    (:func:`~mnemonia.scoring.statements.kind_words`: boss, manager, ...). Recall's keyword
+    side credits those as related words, so a memory that names the slot in other words
+    ("My boss is Tadrek") is a candidate for the question. Empty for any other question."""
+    question = asked(query)
+    low = query.strip().lower().replace("’", "'")
+    if not question.slot or question.attribute is None or not _VALUE_QUESTION.match(low) \
+            or _NOT_NOW.search(low) or len(low.split()) > SLOT_QUESTION_WORDS:
+        return {}
+    related = kind_lexicon(question.attribute)
+    if not related:
+        return {}
+    found = _WHERE_WORK.search(low) if question.attribute == "employer" else None
+    if found is None:
+        pattern = next((p for name, _, p in ATTRIBUTES if name == question.attribute), None)
+        found = pattern.search(low) if pattern is not None else None
+    if found is None:
+        return {}
+    names = {w for n in question.names for w in n.split()}
+    if len(low[:found.start()].split()) > SLOT_QUESTION_WORDS // 2 or re.match(
+            r"[\w-]*-", low[found.start():]):
+        return {}  # the kind named late ("... in his basketball career"), or "career-high"
+    named = [w for w in _WORDS.findall(found.group(0)) if w not in _NOT_KIND and w not in names]
+    return {w: tuple(u for u in related if u != w) for w in dict.fromkeys(named)}

@@ -32,10 +32,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from mnemonia.scoring.activation import STOP_WORDS
+from mnemonia.scoring.clauses import derived
 from mnemonia.scoring.stemming import stem
 
 __all__ = ["ATTRIBUTES", "CALENDAR", "FIRST_PERSON", "MANY", "ONE", "Decision", "Statement",
-           "analyse", "decide", "differs", "favourite", "kind_of", "kind_words", "names_in",
+           "analyse", "decide", "differs", "favourite", "kind_lexicon", "kind_of", "kind_words",
+           "names_in",
            "withdraws"]
 
 ONE, MANY = "one", "many"
@@ -52,14 +54,14 @@ _ATTRIBUTE_TABLE: tuple[tuple[str, str, str], ...] = (
     ("quota", ONE, r"\bquota\b|\brequests? (?:a|per) day\b|\bapi limit\b|\brate limit\b"),
     ("word_target", ONE, r"\bwords? (?:a|per) week\b|\bword (?:target|goal|count goal)\b"
                          r"|\bweekly (?:word )?(?:target|goal)\b"),
-    ("budget", ONE, r"\bbudget\b|\bspend (?:at most|up to)\b|\bspends? each month\b"
+    ("budget", ONE, r"\bbudget\b|\bspends? (?:at most|up to)\b|\bspends? each month\b"
                     r"|\bcan \w+ spend\b"),
     ("salary", ONE, r"\bsalary\b|\bearns?\b|\bpaid\b"),
     ("rent", ONE, r"\brent\b"),
     ("gym", ONE, r"\bgym\b"),
     ("team", ONE, r"\bteam\b"),
     ("manager", ONE, r"\bmanager\b|\bboss\b|\breports? to\b|\bone-to-one with\b"
-                     r"|\bapproves \w+ leave\b|\bmanagers?\b"),
+                     r"|\bapproves [\w']+ leave\b|\bmanagers?\b"),
     ("partner", ONE, r"\bpartner\b|\brelationship\b|\bdating\b"
                      r"|\b(?:i'm|am|is|are|been|not) seeing\b|\bgirlfriend\b"
                      r"|\bboyfriend\b|\bwife\b|\bhusband\b|\bmarried\b|\bsplit up\b"
@@ -386,6 +388,10 @@ def analyse(text: str, speaker: str | None = None) -> tuple[Statement, ...]:
         whole = _clause(" ".join(c.rstrip("?") + ("," if c.endswith("?") else "")
                                  for c in clauses), speaker, text, requests=True)
         out.append(whole)
+    for part in derived(text, names_in):
+        s = _clause(part, speaker, text)
+        if s.attribute is not None and s.asserts and s not in out:
+            out.append(s)
     return tuple(out)
 
 
@@ -446,7 +452,10 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     attribute, cardinality = favourite(low) or kind_of(masked)
     if attribute is not None and (attribute.startswith("favourite") or attribute == "job"
                                   or (not values and attribute in _LOWERCASE_VALUES)):
-        values |= _complements(low, attribute)
+        complements = _complements(low, attribute)
+        values |= complements
+        for v in complements:  # "high school teacher" names no other school
+            masked = masked.replace(v, " ")
     words = _WORD.findall(low)
     all_stems = _stems(words)
     value_words = {w for v in values for w in _WORD.findall(v)}
@@ -524,6 +533,22 @@ def kind_words(attribute: str) -> tuple[str, ...]:
             found.update(w for w in (lit.strip() for lit in _literals(pattern) or ())
                          if w.isalpha() and len(w) > 2 and w not in STOP_WORDS)
     return tuple(sorted(found))
+
+
+@lru_cache(maxsize=64)
+def kind_lexicon(attribute: str) -> tuple[str, ...]:
+    """The single words that name a kind of fact in :data:`ATTRIBUTES` (each alternative of
+    its pattern that is one plain word: "manager": boss, manager, managers), change cues and
+    stop words left out: the words a statement of that kind may name it by."""
+    pattern = next((p for name, _, p in _ATTRIBUTE_TABLE if name == attribute), "")
+    found: set[str] = set()
+    for alt in _alternatives(pattern):
+        m = re.fullmatch(r"\\b([a-z][a-z-]+?)(s\?|\[sd\]\?|\(\?:[a-z|]+\)\?)?\\b"
+                         r"(?:\(\?![^)]*\))?", alt)
+        if m:
+            found.update((m.group(1), m.group(1) + "s") if m.group(2) else (m.group(1),))
+    return tuple(sorted(w for w in found if len(w) > 2 and w not in STOP_WORDS
+                        and w not in _CUE_WORDS))
 
 
 def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
