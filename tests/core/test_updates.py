@@ -52,6 +52,9 @@ def test_a_new_value_for_the_same_slot_supersedes(old: str, new: str, cue: str |
     ("I'm in a relationship with Sam.", "Sam and I broke up; I'm single now."),
     ("My employer is Stoutulol Works.", "I don't have a job anymore."),  # a related kind
     ("My job title is nurse.", "I'm between jobs."),
+    # a hyphenated word with no digit is no code hiding the kind of fact
+    ("I drive a Hyundai Ioniq.", "I'm car-free now."),
+    ("Faloth's car is a Dacia Duster.", "Faloth is car-free now."),
 ])
 def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None:
     d = _judge(old, new)
@@ -401,6 +404,11 @@ def test_a_retraction_finds_the_statement_it_withdraws_among_many(
     # a pronoun of place takes the place just named
     ("I live in Ghent.", "Any good bakeries near the station in Porto? I just settled there "
      "and need a morning routine.", "porto"),
+    # "that's where/who": the place or person just named
+    ("Bemeith lives in Lisbon.", "I need a dentist in Porto, that's where Bemeith lives these "
+     "days, and the old one is too far away.", "porto"),
+    ("I report to Drekril.", "Can you set up a call with Shete? That's who I report to now.",
+     "shete"),
     # "high school teacher" names no other school: the value is not a qualifier
     ("My job title is high school teacher.", "What books would you suggest for a copywriter? "
      "That's my role since the spring.", "copywriter"),

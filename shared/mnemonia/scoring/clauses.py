@@ -15,7 +15,8 @@ statements:
 * **identification by a demonstrative**: "that's my manager", "it's their favourite colour",
   "that's Nesa's role since the spring" say that the thing just named (a name, a number, a
   code, "a pharmacist", "mint green") is the speaker's or someone's manager, favourite colour
-  or role; "that's what I drive now" that the speaker drives it. The clause is rewritten with
+  or role; "that's what I drive now" that the speaker drives it, "that's where Nukei lives" that
+  Nukei lives in the place just named. The clause is rewritten with
   that thing in place: "my manager is Serok", "I drive Kia Niro now";
 * **a pronoun of place**: "I just settled there" after "near the station in Graz" is
   "I just settled in Graz".
@@ -40,7 +41,7 @@ _DEMONSTRATIVE = re.compile(
     r"^(?:and\s+|since\s+|because\s+)?(?:that|it|this)(?:'s|’s|\s+is)\s+(?:now\s+|also\s+|still\s+)?"
     r"(?P<who>my|our|his|her|their|[A-Z][\w-]*(?:'s|’s))\s+(?P<rest>[a-z].*)$", re.IGNORECASE)
 _WHAT = re.compile(
-    r"^(?:and\s+|since\s+|because\s+)?(?:that|it|this)(?:'s|’s|\s+is)\s+what\s+"
+    r"^(?:and\s+|since\s+|because\s+)?(?:that|it|this)(?:'s|’s|\s+is)\s+(?P<wh>what|where|who)\s+"
     r"(?P<who>i|we|he|she|they|[A-Z][\w-]*)\s+(?P<verb>[a-z]+)\b(?P<tail>.*)$", re.IGNORECASE)
 _THERE = re.compile(r"\b(?:settled|live[sd]?|living|based|moved|staying|working|work)\s+there\b",
                     re.IGNORECASE)
@@ -140,7 +141,11 @@ def derived(text: str, names: Callable[[str], list[str]]) -> list[str]:
             who = what.group("who")
             value = _antecedent(previous, names, {who.lower()})
             if value:
-                out.append(f"{who} {what.group('verb')} {value}{what.group('tail')}".strip())
+                verb, tail = what.group("verb"), what.group("tail")
+                into = "in " if what.group("wh") == "where" else ""
+                if tail.startswith((" to ", " with ", " for ")) or tail in (" to", " with"):
+                    into, tail = tail.split()[0] + " ", tail[len(tail.split()[0]) + 1:]
+                out.append(f"{who} {verb} {into}{value}{tail}".strip())
             continue
         if _THERE.search(part):
             place = _PLACE.findall(previous)

@@ -431,7 +431,9 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
         values.add(m.group(1))
         spans.append(m.span())
     for m in _CODE.finditer(low):
-        if not any(a <= m.start() < b for a, b in spans):
+        # ("car-free", "one-to-one" name a kind of fact, not a value of it)
+        if not any(a <= m.start() < b for a, b in spans) and (
+                _DIGIT(m.group(0)) or kind_of(m.group(0))[0] is None):
             values.add(m.group(0))
     subject_words = set(subject_name.split()) if subject_name else set()
     for n in names:
@@ -496,7 +498,8 @@ def _complements(low: str, attribute: str | None) -> set[str]:
                 found.add(" ".join(kept))
     if attribute is not None:
         noun = attribute.removeprefix("favourite ")
-        found = {v for v in found if v != noun and not v.startswith(noun + " ")}
+        found = {v for v in found if v != noun and not v.startswith(noun + " ")
+                 and kind_of(v)[0] != attribute}  # "car-free" names the kind, not a car
     return found
 
 
