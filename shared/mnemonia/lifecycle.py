@@ -162,6 +162,28 @@ def supersede_in(rt: Runtime, conn: Connection, tenant: str, old_id: str, new_id
         after["evidence"] = proof
     rt.sql.events.event(conn, tenant, old_id, "superseded", at, {"superseded_by": previous},
                         after)
+    _concept_gives_way(rt, conn, tenant, rows[old_id], new_id, at)
+
+
+def _concept_gives_way(rt: Runtime, conn: Connection, tenant: str, member: Any, new_id: str,
+                       at: float) -> None:
+    """A concept that merged ``member``, now superseded by ``new_id``, holds a replaced value:
+    it is superseded by ``new_id`` too (an event on it names the member), so default recall
+    shows its other members on their own and the current version instead, and the concept
+    stays reachable with ``include_superseded``. Undone by :func:`unsupersede` of the last of
+    its members still superseded."""
+    concept_id = member.consolidated_into
+    if concept_id is None or concept_id == new_id:
+        return
+    concept = rt.sql.memories.full_rows(conn, [concept_id])
+    if not concept or concept[0].deleted_at is not None or concept[0].tenant != tenant \
+            or concept[0].superseded_by is not None:
+        return
+    rt.sql.graph.upsert_relation(conn, tenant, new_id, concept_id, "supersedes", 1.0, at)
+    rt.sql.memories.update_memory(conn, concept_id, superseded_by=new_id)
+    rt.sql.events.event(conn, tenant, concept_id, "superseded", at,
+                        {"superseded_by": concept[0].superseded_by},
+                        {"superseded_by": new_id, "member": member.id})
 
 
 def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
@@ -195,6 +217,22 @@ def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
         rt.sql.events.event(conn, tenant, old_id, "unsuperseded", to_ts(now),
                             {"superseded_by": new_id},
                             {"superseded_by": None, "kept_apart": new_id})
+        concept_id = row.consolidated_into
+        if concept_id is not None:
+            # the concept that gave way through this member comes back with it
+            concept = rt.sql.memories.row(conn, tenant, concept_id)
+            meta = json.loads(concept.metadata) if isinstance(concept.metadata, str) \
+                else concept.metadata or {}
+            others = [m for m in meta.get("consolidated_from", [])
+                      if isinstance(m, str) and m != old_id]
+            still = any(r.superseded_by is not None and r.consolidated_into == concept_id
+                        for r in rt.sql.memories.full_rows(conn, others)) if others else False
+            if concept.superseded_by == new_id and not still:
+                rt.sql.graph.delete_relation(conn, tenant, new_id, concept_id, "supersedes")
+                rt.sql.memories.update_memory(conn, concept_id, superseded_by=None)
+                rt.sql.events.event(conn, tenant, concept_id, "unsuperseded", to_ts(now),
+                                    {"superseded_by": new_id},
+                                    {"superseded_by": None, "member": old_id})
         return rt.sql.memories.memory(conn, tenant, old_id)
 
 

@@ -474,3 +474,40 @@ def test_a_slot_stated_in_other_words_is_found_for_the_question(
         assert [h.memory.id for h in plain.memories][:1] != [new.id]
     finally:
         engine.close()
+
+
+def test_a_concept_that_merged_a_replaced_value_gives_way(tmp_path: Path,
+                                                          clock: ManualClock) -> None:
+    """A concept made before the update holds the old value: when a member is superseded,
+    the concept is too (an event names the member), so default recall shows the current
+    version, not the concept; ``include_superseded`` still finds it, marked; undoing the
+    members' supersessions brings it back."""
+    engine = _open(tmp_path / "s", clock)
+    try:
+        a = engine.add("I live in Boston, near the harbour.", tenant="t", speaker="Ana")
+        b = engine.add("i live in boston, near the harbour", tenant="t", speaker="Ana")
+        engine.add("The printer jammed again.", tenant="t", speaker="Ana")
+        (cid,) = engine.consolidate(tenant="t").concept_ids
+        assert engine.get(a.id, tenant="t").consolidated_into == cid
+        clock.advance(timedelta(days=2))
+        new = engine.add("I moved to Denver last month.", tenant="t", speaker="Ana")
+        members = [m for m in (a.id, b.id) if engine.get(m, tenant="t").superseded_by]
+        assert members and all(engine.get(m, tenant="t").superseded_by == new.id
+                               for m in members)
+        assert engine.get(cid, tenant="t").superseded_by == new.id
+        ev = [e for e in engine.history(cid, tenant="t") if e.event == "superseded"]
+        assert len(ev) == 1 and ev[0].after["member"] in members
+        got = engine.recall("Where do I live?", tenant="t", k=3, touch=False)
+        ids = [h.memory.id for h in got.memories]
+        assert ids[:1] == [new.id] and cid not in ids
+        shown = {h.memory.id: h for h in engine.recall(
+            "Where do I live?", tenant="t", k=5, touch=False, include_superseded=True,
+            min_activation=0).memories}
+        assert cid in shown and shown[cid].superseded_by == new.id
+        for m in members[:-1]:
+            engine.unsupersede(m, tenant="t")
+            assert engine.get(cid, tenant="t").superseded_by == new.id  # one still replaced
+        engine.unsupersede(members[-1], tenant="t")
+        assert engine.get(cid, tenant="t").superseded_by is None
+    finally:
+        engine.close()
