@@ -63,11 +63,15 @@ class Link:
     kind: str
     id: str
     summary: str
+    evidence: str = ""
+    """For a supersession detected at ingest: the slot, the values, the cue and the
+    confidence ("ana / home: boston -> denver, cue 'moved to', confidence 0.95")."""
 
     def render(self) -> str:
         label = {"contradicts": "CONTRADICTS", "supersedes": "supersedes",
                  "superseded_by": "SUPERSEDED BY"}.get(self.kind, self.kind)
-        return f"{label} [{self.id}]: {self.summary}"
+        why = f" (detected: {self.evidence})" if self.evidence else ""
+        return f"{label} [{self.id}]: {self.summary}{why}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +96,9 @@ class Explanation:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["path"] = list(self.path) if self.path else None
-        out["links"] = [asdict(x) for x in self.links]
+        # (a link's evidence only when there is some: a detected supersession)
+        out["links"] = [{k: v for k, v in asdict(x).items() if k != "evidence" or v}
+                        for x in self.links]
         return out
 
     def __str__(self) -> str:

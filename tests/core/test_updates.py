@@ -139,6 +139,12 @@ def test_ingest_supersedes_by_itself_and_keeps_the_evidence(
         shown = engine.recall("where do I live", tenant="t", k=8, min_activation=0,
                               include_superseded=True)
         assert {h.memory.id: h.superseded_by for h in shown}.get("m0") == "m3"
+        # the explanation of both hits carries the evidence of the detected pair
+        links = {h.memory.id: [lk.render() for lk in h.explanation.links] for h in shown}
+        assert any("SUPERSEDED BY [m3]" in lk and "boston -> denver" in lk
+                   and "cue 'moved to'" in lk for lk in links["m0"])
+        assert any(lk.startswith("supersedes [m0]") and "boston -> denver" in lk
+                   for lk in links["m3"])
         assert engine.get("m0", tenant="t").text == "I live in Boston."  # nothing deleted
     finally:
         engine.close()

@@ -45,11 +45,26 @@ def hits(rt: Runtime, conn: Connection, req: RecallRequest,
     others |= {c.rows[i].superseded_by for i in ids if c.rows[i].superseded_by}
     summaries = {o: summary(r.text) for o, r in rt.sql.memories.rows(
         conn, req.tenant, sorted(others), kept=True).items()} if others else {}
+    # the evidence of detected supersessions: on the older memory of each pair
+    olds = {o for _, sup in links.values() for o in sup}
+    olds |= {i for i in ids if c.rows[i].superseded_by}
+    evidence = rt.sql.events.evidence_of(conn, req.tenant, sorted(olds)) if olds else {}
+
+    def why(kind: str, mid: str, other: str) -> str:
+        old, new = (other, mid) if kind == "supersedes" else (mid, other)
+        ev = evidence.get(old) if kind != "contradicts" else None
+        if not ev or ev.get("superseded_by") != new:
+            return ""
+        cue = f", cue '{ev['cue']}'" if ev.get("cue") else ""
+        return (f"{ev.get('slot', '')}: {ev.get('old_value', '')} -> {ev.get('new_value', '')}"
+                f"{cue}, confidence {ev.get('confidence', '')}")
+
     hits = []
     for score, mid, a in ranked:
         r = c.rows[mid]
         contra, sup = links.get(mid, ((), ()))
-        named = tuple(Link(kind=kind, id=o, summary=summaries.get(o, ""))
+        named = tuple(Link(kind=kind, id=o, summary=summaries.get(o, ""),
+                           evidence=why(kind, mid, o))
                       for kind, group in (("contradicts", contra), ("supersedes", sup),
                                           ("superseded_by", (r.superseded_by,)
                                            if r.superseded_by else ()))

@@ -53,6 +53,24 @@ class Events:
                       before=json.loads(r.before) if r.before else None,
                       after=json.loads(r.after) if r.after else None) for r in rows]
 
+    def evidence_of(self, conn: Connection, tenant: str, ids: Sequence[str]
+                    ) -> dict[str, dict[str, Any]]:
+        """``{memory id: evidence}`` of the last ``superseded`` event of each of ``ids`` that
+        holds one (a detected supersession; one by hand keeps none)."""
+        e = memory_events.c
+        out: dict[str, dict[str, Any]] = {}
+        for chunk in chunks(list(ids)):
+            for r in conn.execute(sa.select(e.memory_id, e.after).where(
+                    e.memory_id.in_(chunk), e.tenant == tenant, e.event == "superseded")
+                    .order_by(e.id)):
+                after = json.loads(r.after) if r.after else {}
+                if isinstance(after.get("evidence"), dict):
+                    out[r.memory_id] = {"superseded_by": after.get("superseded_by"),
+                                        **after["evidence"]}
+                else:
+                    out.pop(r.memory_id, None)
+        return out
+
     def recalls_of(self, conn: Connection, tenant: str, memory_id: str) -> list[Event]:
         """The access-log rows of one memory as ``recalled`` events (rank, k, score, user)."""
         a = access_log.c
