@@ -247,7 +247,7 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
         with rt.sql.begin() as conn:
             prev = rt.sql.memories.rows(conn, tenant, ids)
             rt.sql.keywords.fts_delete(conn, ids)
-            rt.sql.keywords.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in old])
+            rt.sql.keywords.fts_insert(conn, [(p.id, tenant, p.indexed_text) for p in old])
             rt.sql.vectors.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)
             for p in old:
                 rt.sql.memories.update_memory(
@@ -322,7 +322,7 @@ def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], state
             for i, (p, st) in enumerate(zip(items, states, strict=True))])
         repo.memories.write_by(conn, [p.id for p in items], rt.writer, nowts)
         repo.vectors.vectors_put(conn, [(p.id, p.vector) for p in items])
-        repo.keywords.fts_insert(conn, [(p.id, tenant, p.embed_text) for p in items])
+        repo.keywords.fts_insert(conn, [(p.id, tenant, p.indexed_text) for p in items])
         repo.graph.link_entities(conn, [dict(tenant=tenant, entity=e, memory_id=p.id)
                                         for p in items for e in p.entities])
         repo.events.insert_events(conn, [repo.events.event_row(

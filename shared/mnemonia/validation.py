@@ -52,6 +52,7 @@ __all__ = [
     "evidence",
     "finite_unit",
     "id_set",
+    "indexed_text",
     "item_filter",
     "item_key",
     "item_namespace",
@@ -306,10 +307,24 @@ class PreparedMemory:
     pinned: bool
     vector: np.ndarray | None = None
 
+    @property
+    def indexed_text(self) -> str:
+        """The text the keyword index holds: :func:`embed_text` with the speaker kept in
+        the metadata, which :func:`row_embed_text` reads back from the stored row (the
+        same as ``embed_text`` unless a speaker came in ``metadata`` alone)."""
+        return indexed_text(self.text, self.metadata)
+
 
 def embed_text(text: str, speaker: str | None) -> str:
     """What the embedder sees for a turn: ``Speaker said, "text"`` (or the bare text)."""
     return f'{speaker} said, "{text}"' if speaker else text
+
+
+def indexed_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """:func:`embed_text` of a memory's ``text`` with the speaker its ``metadata`` keeps
+    (a string, else none), as :func:`row_embed_text` reads it from the stored row."""
+    speaker = metadata.get("speaker")
+    return embed_text(text, speaker if isinstance(speaker, str) else None)
 
 
 def row_speaker(row: Any) -> str | None:

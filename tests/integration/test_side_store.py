@@ -221,6 +221,24 @@ def test_document_frequencies_follow_adds_replaces_and_forgets(engine: MemoryEng
     assert kept[S.tenant_token("other") + "kettle"] == 1
 
 
+def test_the_keyword_index_holds_the_text_recall_scores(engine: MemoryEngine) -> None:
+    """A memory's indexed text is ``Speaker said, "text"`` with the speaker its metadata
+    keeps, also when it came in ``metadata`` alone: what recall's keyword scoring and the
+    doctor's re-indexing read from the row (the index held the bare text, so its document
+    counts missed the speaker's words)."""
+    given = engine.add("the teapot cracked", tenant="sp", speaker="Ana")
+    in_meta = engine.add("the kettle leaks", tenant="sp", metadata={"speaker": "Bo"})
+    with engine.sql.connect() as conn:
+        bodies = dict(conn.exec_driver_sql("SELECT memory_id, body FROM memories_kw").all())
+        tok = S.tenant_token("sp")
+        assert bodies[in_meta.id].split() == [tok + w for w in
+                                              ("bo", "said", "the", "kettle", "leaks")]
+        assert bodies[given.id].split()[:2] == [tok + "ana", tok + "said"]
+        assert engine.sql.keywords.term_docs(conn, "sp", ["said", "bo"]) == {"said": 2, "bo": 1}
+        hits = engine.sql.keywords.keyword_search(conn, "sp", ["bo"], 5)
+    assert [i for i, _ in hits] == [in_meta.id]
+
+
 def test_vectors_are_kept_in_the_side_store_and_match_chroma(engine: MemoryEngine) -> None:
     mems = engine.add_many([{"text": "the boiler was serviced in March"},
                             {"text": "Ana's bike has a flat tyre"}], tenant="v")

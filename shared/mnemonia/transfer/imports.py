@@ -419,8 +419,9 @@ def _stage_memories(rt: Runtime, plan: _Plan, batch: list[dict[str, Any]],
     with rt.sql.begin() as conn:
         rt.sql.memories.insert_memories(conn, rows)
         rt.sql.vectors.vectors_put(conn, list(zip(ids, vectors, strict=True)))
-        rt.sql.keywords.fts_insert(conn, [(sid, m["tenant"], text)
-                                          for sid, m, text in zip(ids, batch, texts, strict=True)])
+        rt.sql.keywords.fts_insert(conn, [(sid, m["tenant"],
+                                           check.indexed_text(m["text"], m["metadata"]))
+                                          for sid, m in zip(ids, batch, strict=True)])
         rt.sql.graph.link_entities(conn, [dict(tenant=m["tenant"], entity=e, memory_id=sid)
                                           for sid, m in zip(ids, batch, strict=True)
                                           for e in dict.fromkeys(m["links"])])
