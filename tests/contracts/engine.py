@@ -184,6 +184,46 @@ class EngineContract:
         assert {m.text for m in target.list(tenant=T)} == set(loaded)
         assert [r.type for r in target.relations(a, tenant=T)] == ["part_of"]
 
+    def test_keyword_document_counts_follow_every_write(
+            self, eng: MemoryEngine, tmp_path, other_engine) -> None:  # type: ignore[no-untyped-def]
+        """The keyword index's document counts (recall's idf weights, the postings budget)
+        are each word's memories in the tenant, the speaker's words included (its indexed
+        text is ``Speaker said, "text"``, also when the speaker came in ``metadata``), the
+        same on SQLite and PostgreSQL, after adds, a replace, soft forget, restore,
+        supersede, hard forget and an import; other tenants' memories never count."""
+        long = "x" * 300  # one term longer than a PostgreSQL count key may be
+        mems = eng.add_many([
+            {"text": "The kettle boils over", "speaker": "Ana"},
+            {"text": "Crème brûlée at the café", "speaker": "Bo"},
+            {"text": "the kettle leaks"},
+            {"text": f"kettle {long}"},
+            {"text": "the teapot is new", "metadata": {"speaker": "Cy"}},
+        ], tenant="kd")
+        a, b, c, d, e = (m.id for m in mems)
+        eng.add("kettle kettle teapot said", tenant="other")
+        f = eng.add("Ana bought a kettle", tenant="kd").id
+        eng.add_many([{"id": c, "text": "the teapot cracked"}], tenant="kd", replace=True)
+        eng.forget(a, tenant="kd")
+        eng.restore(a, tenant="kd")
+        eng.forget(d, tenant="kd")  # soft: still counted
+        eng.supersede(c, e, tenant="kd")
+        eng.forget(b, tenant="kd", hard=True)
+        words = ["kettle", "teapot", "said", "ana", "cy", "bo", "boils", "creme", "crème",
+                 "cafe", "leaks", long, "nowhere"]
+        expected = {"kettle": 3, "teapot": 2, "said": 2, "ana": 2, "cy": 1, "boils": 1,
+                    long: 1}
+
+        def counts(engine: MemoryEngine) -> dict[str, int]:
+            with engine.sql.connect() as conn:
+                return engine.sql.keywords.term_docs(conn, "kd", words)
+
+        assert counts(eng) == expected
+        assert {m.id for m in eng.list(tenant="kd", include_deleted=True)} == {a, c, d, e, f}
+        eng.export(tmp_path / "kd.jsonl", tenant="kd")
+        target = other_engine()
+        target.import_(tmp_path / "kd.jsonl")
+        assert counts(target) == expected
+
     def test_replace_in_place_keeps_history(self, eng: MemoryEngine) -> None:
         m = eng.add("The wifi password is hunter2", tenant=T, id="wifi")
         eng.feedback("wifi", 4, tenant=T)

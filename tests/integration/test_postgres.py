@@ -405,3 +405,39 @@ def test_entity_link_order_migration_on_postgres(postgres_url: str, tmp_path: Pa
     db = _new_db(postgres_url)
     check_entity_link_order_migration(lambda: MemoryEngine.open(
         tmp_path / "pg-links", sql_url=db, config=MANUAL, embedder=HashingEmbedder()))
+
+
+def test_keyword_counts_migration_on_postgres(postgres_url: str, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migration 15 on a PostgreSQL store made before it: ``keyword_df`` is filled from
+    every memory row, tenant by tenant (pages of 3 rows here, so that the pages cross
+    tenants), with the counts the writes keep since (the speaker's words included, long
+    terms under their digest)."""
+    from mnemonia.store import schema
+
+    db = _new_db(postgres_url)
+
+    def opened() -> MemoryEngine:
+        return MemoryEngine.open(tmp_path / "pg-df", sql_url=db, config=MANUAL,
+                                 embedder=HashingEmbedder())
+
+    with opened() as eng:
+        for tenant in ("a", "b", "c"):
+            mems = eng.add_many([
+                {"text": f"the kettle in {tenant} boils", "speaker": "Ana"},
+                {"text": "Crème brûlée at the café", "metadata": {"speaker": "Bo"}},
+                {"text": "kettle " + "y" * 300},
+                {"text": "the teapot cracked"}], tenant=tenant)
+            eng.forget(mems[3].id, tenant=tenant, hard=True)
+        with eng.sql.connect() as conn:
+            kept = dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").all())
+        with eng.sql.begin() as conn:  # the store as it was before migration 15
+            conn.exec_driver_sql("DROP TABLE keyword_df")
+            conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 15")
+    monkeypatch.setattr(schema, "_BACKFILL_PAGE", 3)
+    with opened() as eng, eng.sql.connect() as conn:
+        assert dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").all()) == kept
+        assert eng.sql.keywords.term_docs(conn, "b", ["kettle", "said", "cafe", "teapot",
+                                                      "y" * 300]) == {
+            "kettle": 2, "said": 2, "cafe": 1, "y" * 300: 1}
+    assert kept[schema.tenant_token("a") + "kettle"] == 2 and len(kept) == 3 * 13

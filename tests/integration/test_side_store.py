@@ -32,7 +32,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -66,7 +66,7 @@ def test_relation_type_indexes_migration(tmp_path: Path) -> None:
                 version=version, name=name, applied_at=0.0))
         for name in ("ix_relations_type_src", "ix_relations_type_dst"):
             conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")  # as before 13
-    assert store.setup() == [13, 14]
+    assert store.setup() == [13, 14, 15]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}

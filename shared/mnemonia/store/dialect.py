@@ -10,6 +10,7 @@ migrations (whose DDL is frozen per dialect) are in :mod:`mnemonia.store.schema`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections import Counter
@@ -23,7 +24,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from mnemonia.errors import StoreError
 from mnemonia.store.rowcache import RowCache
-from mnemonia.store.schema import ITEM_KEY, item_expressions, keyword_terms, tenant_token
+from mnemonia.store.schema import (
+    ITEM_KEY,
+    item_expressions,
+    keyword_df_key,
+    keyword_docs,
+    keyword_terms,
+    memories,
+    tenant_token,
+)
 from mnemonia.store.statements import (
     COMMITTED_SQL,
     FALSE,
@@ -34,6 +43,7 @@ from mnemonia.store.statements import (
     chunks,
     not_,
 )
+from mnemonia.validation import row_embed_text
 
 __all__ = ["MIGRATION_LOCK", "Dialect", "JsonFilter", "PostgresDialect", "Reader",
            "SqliteDialect", "dialect_of", "engine_options"]
@@ -357,33 +367,55 @@ class PostgresDialect(Dialect):
     def item_expressions(self) -> dict[str, str]:
         return item_expressions(self.name)
 
+    # -- keyword index: the tsvector column, and the terms' document counts ---------------
+    def index_keywords(self, conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+        """Count the terms of the rows' texts in ``keyword_df`` (the index itself is the
+        generated tsvector column of ``memories``)."""
+        _count_docs(conn, [(tenant, text) for _, tenant, text in rows], 1)
+
+    def unindex_keywords(self, reader: Reader, conn: Connection, ids: list[str]) -> None:
+        """Take the memories ``ids`` off the document counts: their rows must still be in
+        ``memories`` (their indexed text is read there)."""
+        rows: list[Any] = []
+        for chunk in chunks(ids, 500):
+            rows += conn.execute(sa.select(memories.c.tenant, memories.c.text,
+                                           memories.c.metadata)
+                                 .where(memories.c.id.in_(chunk))).fetchall()
+        _count_docs(conn, [(r.tenant, row_embed_text(r)) for r in rows], -1)
+
     def keyword_search(self, reader: Reader, conn: Connection, tenant: str,
                        words: Sequence[str], limit: int, max_postings: int,
                        docs: Mapping[str, int] | None) -> list[tuple[str, float]]:
         """ts_rank over the query words, limited to a postings budget as on SQLite (rarest
-        first in the tenant), so the cost stays bounded however large the tenant grows:
-        ranking every memory that holds any query word read most of a big tenant for a
-        common word (24 ms a search at 5,000 memories, growing with the tenant; ingest runs
-        one per new memory)."""
+        first in the tenant, by the counts of ``keyword_df``, or ``docs`` when the caller
+        read them), so the cost stays bounded however large the tenant grows: ranking every
+        memory that holds any query word read most of a big tenant for a common word (24 ms
+        a search at 5,000 memories, growing with the tenant; ingest runs one per new
+        memory)."""
         words = list(dict.fromkeys(w.lower() for w in words))
-        # each word's memories, counted only up to the budget (one statement)
-        counted = conn.execute(
-            sa.text(
-                "SELECT w, (SELECT count(*) FROM (SELECT 1 FROM memories WHERE tenant = :t "
-                "AND status = 'committed' AND tsv @@ to_tsquery('simple', w) LIMIT :cap) s) "
-                "FROM unnest(CAST(:ws AS text[])) AS w"
-            ),
-            {"t": tenant, "cap": max_postings + 1, "ws": words},
-        ).fetchall()
+        token = tenant_token(tenant)
+        single = {w: parts[0] for w in words if len(parts := keyword_terms(w, token)) == 1}
+        if docs is not None and len(single) == len(words):
+            counted = {w: int(docs.get(w, 0)) for w in words}
+        else:
+            counted = {w: 0 for w in words} | self.term_docs(reader, conn, tenant, single, None)
+            several = [w for w in words if w not in single]
+            if several:  # words of several terms (``x_y``): counted up to the budget
+                counted |= {w: int(n) for w, n in conn.execute(sa.text(
+                    "SELECT w, (SELECT count(*) FROM (SELECT 1 FROM memories WHERE tenant = :t "
+                    "AND status = 'committed' AND tsv @@ to_tsquery('simple', w) LIMIT :cap) s) "
+                    "FROM unnest(CAST(:ws AS text[])) AS w"),
+                    {"t": tenant, "cap": max_postings + 1, "ws": several}).fetchall()}
         kept: list[str] = []
         total = 0
-        for w, n in sorted(counted, key=lambda r: (int(r[1]), words.index(r[0]))):
+        for w in sorted(words, key=lambda w: (counted[w], words.index(w))):
+            n = counted[w]
             if not n:
                 continue  # occurs nowhere in this tenant: nothing to match
-            if total + int(n) > max_postings:
+            if total + n > max_postings:
                 break
             kept.append(w)
-            total += int(n)
+            total += n
         if not kept:
             return []
         query = " | ".join(kept)
@@ -401,16 +433,54 @@ class PostgresDialect(Dialect):
 
     def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
                   cache: RowCache | None) -> dict[str, int]:
-        token = tenant_token(tenant)
-        out = {}
-        for w, t in terms.items():  # one GIN index count per word
-            n = int(conn.execute(sa.text(
-                "SELECT count(*) FROM memories WHERE tenant = :t AND status = 'committed' "
-                "AND tsv @@ to_tsquery('simple', :w)"),
-                {"t": tenant, "w": t[len(token):]}).scalar_one())
-            if n:
-                out[w] = n
-        return out
+        """Read in ``keyword_df`` (one index lookup a word, whatever the tenant's size)."""
+        return _kept_docs(reader, conn, {w: keyword_df_key(t) for w, t in terms.items()},
+                          cache)
+
+
+def _count_lock(tenant: str) -> int:
+    """The PostgreSQL advisory lock key of a tenant's document counts."""
+    digest = hashlib.blake2b(b"keyword_df:" + tenant.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _count_docs(conn: Connection, texts: Sequence[tuple[str, str]], sign: int) -> None:
+    """Add (``sign`` 1) or take off (-1) the ``(tenant, indexed text)`` rows' terms in
+    PostgreSQL's ``keyword_df``; a count that reaches 0 goes.
+
+    Every write of a tenant's counts first takes that tenant's advisory lock (held to the
+    end of the transaction; tenants in one order), so two processes writing one tenant wait
+    for each other instead of locking its count rows in two orders (a deadlock): an add
+    holds its tenant's ``collections`` row from the start anyway."""
+    df = keyword_docs(texts)
+    if not df:
+        return  # texts without letters or digits ("🙂", "???"): no keyword terms
+    for key in sorted({_count_lock(tenant) for tenant, _ in texts}):
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+    terms = sorted(df)
+    conn.execute(sa.text(
+        "INSERT INTO keyword_df(term, docs) SELECT * FROM "
+        "unnest(CAST(:t AS text[]), CAST(:d AS integer[])) "
+        "ON CONFLICT (term) DO UPDATE SET docs = keyword_df.docs + excluded.docs"),
+        {"t": terms, "d": [sign * df[t] for t in terms]})
+    if sign < 0:
+        conn.execute(sa.text("DELETE FROM keyword_df WHERE term = ANY(CAST(:t AS text[])) "
+                             "AND docs <= 0"), {"t": terms})
+
+
+def _kept_docs(reader: Reader, conn: Connection, keys: Mapping[str, str],
+               cache: RowCache | None) -> dict[str, int]:
+    """``{word: its count in keyword_df}`` for ``{word: key}`` (words in no memory left
+    out); ``cache``: counts kept between recalls may answer, and those read are kept."""
+    since = cache.reading() if cache is not None else None
+    df, ask = cache.docs(keys.values()) if cache is not None else ({}, list(keys.values()))
+    if ask:
+        read = dict(reader.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
+                                 f"({reader.in_marks(len(ask))})", ask))
+        if cache is not None:
+            cache.keep_docs({t: int(read.get(t) or 0) for t in ask}, since)
+        df.update(read)
+    return {w: int(df[t]) for w, t in keys.items() if df.get(t)}
 
 
 class SqliteDialect(Dialect):
@@ -538,16 +608,7 @@ class SqliteDialect(Dialect):
 
     def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
                   cache: RowCache | None) -> dict[str, int]:
-        since = cache.reading() if cache is not None else None
-        df, ask = cache.docs(terms.values()) if cache is not None \
-            else ({}, list(terms.values()))
-        if ask:
-            read = dict(reader.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
-                                     f"({reader.in_marks(len(ask))})", ask))
-            if cache is not None:
-                cache.keep_docs({t: int(read.get(t) or 0) for t in ask}, since)
-            df.update(read)
-        return {w: int(df[t]) for w, t in terms.items() if df.get(t)}
+        return _kept_docs(reader, conn, terms, cache)
 
     def keyword_count(self, conn: Connection) -> int | None:
         return int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw").scalar_one())

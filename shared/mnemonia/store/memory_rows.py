@@ -340,6 +340,7 @@ class MemoryRows:
         ids = list(ids)
         if not ids:
             return
+        self.keywords.fts_delete(conn, ids)  # first: PostgreSQL reads the rows' texts
         for chunk in chunks(ids):
             conn.execute(relations.delete().where(relations.c.tenant == tenant, sa.or_(
                 relations.c.src.in_(chunk), relations.c.dst.in_(chunk))))
@@ -350,7 +351,6 @@ class MemoryRows:
             conn.execute(memories.delete().where(memories.c.id.in_(chunk)))
             conn.execute(memory_writers.delete().where(memory_writers.c.memory_id.in_(chunk)))
         self.vectors.vectors_delete(conn, ids)
-        self.keywords.fts_delete(conn, ids)
 
     def purge_deleting(self, conn: Connection, tenant: str, ids: Sequence[str]) -> list[str]:
         """:meth:`purge` those of ``ids`` that are ``deleting`` (nothing brings such a row

@@ -97,12 +97,12 @@ class Staging:
         for chunk in chunks(real):
             seqs.update((r[0], r[1]) for r in conn.execute(sa.select(
                 memories.c.id, memories.c.seq).where(memories.c.id.in_(chunk))))
+        self.keywords.fts_delete(conn, real)  # first: PostgreSQL reads the rows' texts
         for chunk in chunks(real):
             for table in (access_log, memory_events, memory_entities):
                 conn.execute(table.delete().where(table.c.memory_id.in_(chunk)))
             conn.execute(memories.delete().where(memories.c.id.in_(chunk)))
         self.vectors.vectors_delete(conn, real)
-        self.keywords.fts_delete(conn, real)
         conn.execute(memories.update().where(memories.c.id == sa.bindparam("b_tmp")).values(
             id=sa.bindparam("b_id"), seq=sa.bindparam("b_seq")),
             [{"b_tmp": a, "b_id": b, "b_seq": seqs[b]} for a, b in pairs])
