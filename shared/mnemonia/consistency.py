@@ -409,7 +409,10 @@ def doctor(rt: Runtime, *, repair: bool, tenants: Sequence[str] | None = None,
                 rt.sql.vectors.vectors_delete(conn, stray_vec)
                 if stray_kw:
                     rt.sql.keywords.fts_delete(conn, stray_kw)
-                if stray_kw or any(h.keyword_reindexed for h in healths):
+                if stray_kw or any(h.keyword_reindexed for h in healths) \
+                        or not rt.sql.keywords.table:
+                    # (PostgreSQL: its counts are not compared with anything here, and a
+                    # process of an older version writes without keeping them: counted again)
                     rt.sql.keywords.recount_keyword_terms(conn)
         else:
             healths = [f.health() for f in found]

@@ -441,3 +441,26 @@ def test_keyword_counts_migration_on_postgres(postgres_url: str, tmp_path: Path,
                                                       "y" * 300]) == {
             "kettle": 2, "said": 2, "cafe": 1, "y" * 300: 1}
     assert kept[schema.tenant_token("a") + "kettle"] == 2 and len(kept) == 3 * 13
+
+
+def test_doctor_repair_counts_the_keyword_terms_again_on_postgres(postgres_url: str,
+                                                                   tmp_path: Path) -> None:
+    """PostgreSQL's keyword counts are compared with nothing at open (a process of an older
+    version writes memories without counting them): ``doctor(repair=True)`` counts them
+    again from the memories, and recall reads the repaired counts."""
+    db = _new_db(postgres_url)
+    with MemoryEngine.open(tmp_path / "pg-recount", sql_url=db, config=MANUAL,
+                           embedder=HashingEmbedder()) as eng:
+        eng.add_many([{"text": "the kettle boils", "speaker": "Ana"},
+                      {"text": "the kettle leaks"}, {"text": "a teapot"}], tenant="t")
+        with eng.sql.connect() as conn:
+            kept = dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").all())
+        with eng.sql.begin() as conn:  # as an older process would leave them, and worse
+            conn.exec_driver_sql("UPDATE keyword_df SET docs = docs + 5")
+            conn.exec_driver_sql("DELETE FROM keyword_df WHERE term LIKE '%teapot'")
+            conn.exec_driver_sql("INSERT INTO keyword_df VALUES ('tnothere', 3)")
+        assert eng.doctor(repair=True).consistent
+        with eng.sql.connect() as conn:
+            assert dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").all()) == kept
+            assert eng.sql.keywords.term_docs(conn, "t", ["kettle", "teapot", "said"]) == {
+                "kettle": 2, "teapot": 1, "said": 1}

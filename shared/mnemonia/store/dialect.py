@@ -26,6 +26,7 @@ from mnemonia.errors import StoreError
 from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import (
     ITEM_KEY,
+    fill_keyword_df,
     item_expressions,
     keyword_df_key,
     keyword_docs,
@@ -430,6 +431,14 @@ class PostgresDialect(Dialect):
             {"q": query, "t": tenant, "n": limit},
         ).fetchall()
         return [(r[0], float(r[1])) for r in found]
+
+    def recount_keyword_terms(self, conn: Connection) -> None:
+        """Count ``keyword_df`` again from every memory row. Writers of counts (in any
+        process) wait for it (the table's lock), and it waits for those under way, so no
+        write is counted twice or missed."""
+        conn.exec_driver_sql("LOCK TABLE keyword_df IN EXCLUSIVE MODE")
+        conn.exec_driver_sql("DELETE FROM keyword_df")
+        fill_keyword_df(conn)
 
     def term_docs(self, reader: Reader, conn: Connection, tenant: str, terms: Mapping[str, str],
                   cache: RowCache | None) -> dict[str, int]:

@@ -25,12 +25,14 @@ __all__ = [
     "MIGRATIONS",
     "access_log",
     "collections",
+    "fill_keyword_df",
     "item_expressions",
     "item_id",
     "item_labels",
     "item_path",
     "item_tenant",
     "keyword_df_key",
+    "keyword_docs",
     "keyword_terms",
     "kv",
     "maintenance_leases",
@@ -538,6 +540,12 @@ def _server_keyword_df(conn: Connection) -> None:
         return
     conn.exec_driver_sql(
         "CREATE TABLE IF NOT EXISTS keyword_df (term TEXT PRIMARY KEY, docs INTEGER NOT NULL)")
+    fill_keyword_df(conn)
+
+
+def fill_keyword_df(conn: Connection) -> None:
+    """Count every memory row's keyword terms into an empty ``keyword_df`` (PostgreSQL),
+    one tenant at a time."""
     m = memories.c
     tenant: str | None = None
     token = ""
