@@ -601,10 +601,10 @@ def run_demo(path: Path | None = None, out: Console | None = None) -> None:
             return next(m for t, m in by_text.items() if fragment in t)
 
         old, new = find("April 14th"), find("April 28th")
-        if engine.get(old.id, tenant=tenant).superseded_by is None:
-            engine.supersede(old.id, new.id, tenant=tenant)
-        c.print("\nThe launch date changed in session s3, so the April 14th memory is "
-                "superseded by the April 28th one.")
+        by = engine.get(old.id, tenant=tenant).superseded_by
+        c.print("\nThe launch date changed in session s3: the engine " + (
+            "detected it, and the April 14th memory is superseded by the April 28th one."
+            if by == new.id else "did not detect it (the April 14th memory is current)."))
 
         clock.advance(timedelta(days=1))
         _show_background(engine, tenant, c)

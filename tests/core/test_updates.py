@@ -33,6 +33,10 @@ def _judge(old: str, new: str, old_speaker: str = "Ana", new_speaker: str = "Ana
     ("I use Linux on my laptop.", "I use macOS on my laptop.", None),
     ("Migar's job title is architect.", "Migar used to be an architect, now Migar is a sound "
      "engineer.", "used to"),
+    # a planned event's date (the demo's launch), not a home: "moved to April 28th"
+    ("We are launching the Fernhill app on April 14th, so the next weeks are busy.",
+     "Change of plan: the launch moved to April 28th because of the app store review.",
+     "change"),
     # a typed value of a one-valued kind, said inside a request
     ("I work at Gustail Logistics.", "Can you draft a short bio? I do backend work at Zeitraik "
      "Systems and like climbing.", None),
@@ -70,6 +74,8 @@ def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None
     ("I live in Boston.", "Do you think I should move to Denver?"),  # a question
     ("I live in Boston.", "I visited Denver in May."),  # a past event
     ("I live in Boston.", "I work in Denver."),  # another attribute
+    ("The launch is on April 14th.", "The interview is on April 28th."),  # another event
+    ("I have a job interview on May 3.", "I have another interview on May 10."),  # additive
     ("My phone number is 0833 681 8037.", "My work landline is 0152 590 3155."),  # qualifier
     ("My laptop fan is so loud.", "I use Linux on my laptop."),  # no value stated before
     ("I live in Boston.", "I live in Boston."),  # the same value

@@ -27,6 +27,10 @@ def test_demo_runs_and_shows_its_story(tmp_path: Path) -> None:
     # the dog question finds Lena's memory through a relation the enrichment made
     assert "'My sister Lena will look after Pixel while I am ' surfaced via" in text
     assert "April 28th" in text  # the superseding memory answers the launch question
+    # the launch-date change is detected by the engine at ingest, not by a call of the demo's
+    assert "the engine detected it, and the April 14th memory is superseded" \
+        in " ".join(text.split())
+    assert "1 superseded" in text
     assert "surfaced via context_of" in text  # the relation made a connected memory surface
     assert "Forgetting curve" in text and "recall about the dog" in text
     # the second run on the same store reuses it instead of adding duplicates

@@ -260,13 +260,16 @@ _MONTH = ("january", "february", "march", "april", "may", "june", "july", "augus
           "september", "october", "november", "december")
 _DATE = re.compile(r"\b(?:" + "|".join(_MONTH) + r")\s+\d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}"
                    r"(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTH) + r")\b|\b\d{4}-\d{2}-\d{2}\b")
+_EVENT = re.compile(r"\b(launch|release|meeting|appointment|wedding|interview|exam|flight"
+                    r"|surgery|premiere|opening)(?:e?s|ed|ing)?\b")
+"""A planned event whose date a clause with a date gives (one date at a time)."""
 _WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b")
 _SPLIT = re.compile(r"(?<=[.!?;])\s+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*")
 _DIGIT = re.compile(r"\d").search
 # Sentence openers that are capitalised but name nothing.
 _OPENERS = frozenset((
-    "update", "actually", "home", "since", "starting", "can", "could", "what", "how", "any",
+    "update", "actually", "home", "since", "starting", "change", "can", "could", "what", "how", "any",
     "remind", "help", "write", "maybe", "if", "turns", "these", "besides", "on", "one", "test",
     "coverage", "the", "my", "our", "your", "his", "her", "their", "is", "do", "does", "should",
     "who", "which", "where", "when", "why", "will", "would", "i", "i'm", "i've", "i'd", "we",
@@ -452,6 +455,9 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
         if not v.isdigit() and len(v) > 2 and v in masked:
             masked = masked.replace(v, " ")
     attribute, cardinality = favourite(low) or kind_of(masked)
+    event = _EVENT.search(low) if attribute in (None, "home") and _DATE.search(low) else None
+    if event is not None:  # "the launch moved to April 28th": the launch's date, not a home
+        subject, attribute, cardinality = f"event:{stem(event.group(1))}", "date", ONE
     if attribute is not None and (attribute.startswith("favourite") or attribute == "job"
                                   or (not values and attribute in _LOWERCASE_VALUES)):
         complements = _complements(low, attribute)
