@@ -457,7 +457,9 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     attribute, cardinality = favourite(low) or kind_of(masked)
     event = _EVENT.search(low) if attribute in (None, "home") and _DATE.search(low) else None
     if event is not None:  # "the launch moved to April 28th": the launch's date, not a home
-        subject, attribute, cardinality = f"event:{stem(event.group(1))}", "date", ONE
+        attribute, cardinality = f"{stem(event.group(1))} date", ONE
+        if subject_name is None:  # "we are launching", "the launch": the event's own slot
+            subject = f"event:{stem(event.group(1))}"
     if attribute is not None and (attribute.startswith("favourite") or attribute == "job"
                                   or (not values and attribute in _LOWERCASE_VALUES)):
         complements = _complements(low, attribute)
