@@ -186,6 +186,27 @@ def _concept_gives_way(rt: Runtime, conn: Connection, tenant: str, member: Any, 
                         {"superseded_by": new_id, "member": member.id})
 
 
+def _concept_comes_back(rt: Runtime, conn: Connection, tenant: str, member: Any, new_id: str,
+                        at: float) -> None:
+    """Undo :func:`_concept_gives_way` once ``member`` is current again: the concept that
+    gave way to ``new_id`` comes back unless another of its members (its ``part_of``
+    relations) is still superseded."""
+    concept_id = member.consolidated_into
+    if concept_id is None:
+        return
+    concept = rt.sql.memories.row(conn, tenant, concept_id)
+    if concept.superseded_by != new_id:
+        return
+    others = [r.src for r in rt.sql.graph.relations_of(conn, tenant, concept_id)
+              if r.type == "part_of" and r.dst == concept_id and r.src != member.id]
+    if any(r.superseded_by is not None for r in rt.sql.memories.full_rows(conn, others)):
+        return
+    rt.sql.graph.delete_relation(conn, tenant, new_id, concept_id, "supersedes")
+    rt.sql.memories.update_memory(conn, concept_id, superseded_by=None)
+    rt.sql.events.event(conn, tenant, concept_id, "unsuperseded", at,
+                        {"superseded_by": new_id}, {"superseded_by": None, "member": member.id})
+
+
 def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
     """Undo the supersession of ``old_id`` (by hand or detected): ``superseded_by`` is cleared,
     the ``supersedes`` relations into it are removed (the one from the memory that superseded
@@ -217,22 +238,7 @@ def unsupersede(rt: Runtime, tenant: str, old_id: str) -> Memory:
         rt.sql.events.event(conn, tenant, old_id, "unsuperseded", to_ts(now),
                             {"superseded_by": new_id},
                             {"superseded_by": None, "kept_apart": new_id})
-        concept_id = row.consolidated_into
-        if concept_id is not None:
-            # the concept that gave way through this member comes back with it
-            concept = rt.sql.memories.row(conn, tenant, concept_id)
-            meta = json.loads(concept.metadata) if isinstance(concept.metadata, str) \
-                else concept.metadata or {}
-            others = [m for m in meta.get("consolidated_from", [])
-                      if isinstance(m, str) and m != old_id]
-            still = any(r.superseded_by is not None and r.consolidated_into == concept_id
-                        for r in rt.sql.memories.full_rows(conn, others)) if others else False
-            if concept.superseded_by == new_id and not still:
-                rt.sql.graph.delete_relation(conn, tenant, new_id, concept_id, "supersedes")
-                rt.sql.memories.update_memory(conn, concept_id, superseded_by=None)
-                rt.sql.events.event(conn, tenant, concept_id, "unsuperseded", to_ts(now),
-                                    {"superseded_by": new_id},
-                                    {"superseded_by": None, "member": old_id})
+        _concept_comes_back(rt, conn, tenant, row, new_id, to_ts(now))
         return rt.sql.memories.memory(conn, tenant, old_id)
 
 

@@ -129,9 +129,8 @@ def derived(text: str, names: Callable[[str], list[str]]) -> list[str]:
             cut = next((k for k, w in enumerate(words) if k and w.lower() in _NOUN_END),
                        len(words))
             noun, tail = " ".join(words[:cut]), " ".join(words[cut:])
-            subject_names = {w.lower().removesuffix("'s").removesuffix("’s")
-                             for w in (shown.group("who"),)}
-            value = _antecedent(previous, names, subject_names)
+            owner = shown.group("who").lower().removesuffix("'s").removesuffix("’s")
+            value = _antecedent(previous, names, {owner})
             whose = value and _whose(shown.group("who"), text, names, value)
             if value and whose:
                 out.append(f"{whose} {noun} is {value} {tail}".strip())
