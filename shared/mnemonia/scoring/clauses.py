@@ -147,10 +147,11 @@ def derived(text: str, names: Callable[[str], list[str]]) -> list[str]:
                 out.append(f"{who} {verb} {into}{value}{tail}".strip())
             continue
         if _THERE.search(part):
-            place = _PLACE.findall(previous)
-            if place:
-                out.append(_THERE.sub(lambda m: m.group(0)[:-len("there")] + "in "
-                                      + place[-1].strip(), part))
+            places = _PLACE.findall(previous)
+            if places:
+                there = "in " + places[-1].strip()
+                out.append(_THERE.sub(lambda m, at=there: m.group(0)[:-len("there")] + at,
+                                      part))
             continue
         if part not in sentences:
             out.append(part)

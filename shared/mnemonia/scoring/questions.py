@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from mnemonia.scoring.statements import (
-    CALENDAR,
     ATTRIBUTES,
+    CALENDAR,
     FIRST_PERSON,
     ONE,
     Statement,
     favourite,
-    kind_of,
     kind_lexicon,
+    kind_of,
     names_in,
     withdraws,
 )

@@ -269,8 +269,9 @@ _WORD = re.compile(r"[a-z0-9][a-z0-9'’-]*")
 _DIGIT = re.compile(r"\d").search
 # Sentence openers that are capitalised but name nothing.
 _OPENERS = frozenset((
-    "update", "actually", "home", "since", "starting", "change", "can", "could", "what", "how", "any",
-    "remind", "help", "write", "maybe", "if", "turns", "these", "besides", "on", "one", "test",
+    "update", "actually", "home", "since", "starting", "change", "can", "could", "what", "how",
+    "any", "remind", "help", "write", "maybe", "if", "turns", "these", "besides", "on", "one",
+    "test",
     "coverage", "the", "my", "our", "your", "his", "her", "their", "is", "do", "does", "should",
     "who", "which", "where", "when", "why", "will", "would", "i", "i'm", "i've", "i'd", "we",
     "we're", "we've", "please", "yes", "no", "ok", "okay", "so", "and", "but", "also",
