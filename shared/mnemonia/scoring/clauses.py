@@ -27,6 +27,7 @@ library, like the rest of :mod:`mnemonia.scoring`: no I/O, no time.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -105,6 +106,11 @@ def _whose(who: str, text: str, names: Callable[[str], list[str]], value: str) -
     return None
 
 
+def _put_place(place: str, match: re.Match[str]) -> str:
+    """'settled there' with 'there' replaced by the place it stands for ('in Lisbon')."""
+    return match.group(0)[:-len("there")] + place
+
+
 def derived(text: str, names: Callable[[str], list[str]]) -> list[str]:
     """The clauses of ``text`` a reader can take as statements besides its sentences (see the
     module docstring); ``names`` lists the names a clause holds, lower-cased."""
@@ -150,8 +156,7 @@ def derived(text: str, names: Callable[[str], list[str]]) -> list[str]:
             places = _PLACE.findall(previous)
             if places:
                 there = "in " + places[-1].strip()
-                out.append(_THERE.sub(lambda m, at=there: m.group(0)[:-len("there")] + at,
-                                      part))
+                out.append(_THERE.sub(functools.partial(_put_place, there), part))
             continue
         if part not in sentences:
             out.append(part)
