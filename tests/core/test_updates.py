@@ -81,6 +81,15 @@ def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None
     ("I live in Boston.", "I live in Boston."),  # the same value
     ("I'm a nurse.", "I no longer work at Acme."),  # a value withdrawn: its own kind only
     ("I work at Acme.", "Can you draft a short bio? I like climbing in Denver."),  # no employer
+    # found on benchmarks/speed.py's session corpus, where 1,530 of 11,100 memories were
+    # superseded so: an aside's number, a place beside a subjectless kind word, a name
+    # where the kind's value is an amount
+    ("Grandma ordered a new laptop in a hurry (note 7)",
+     "Grandma broke a new laptop without telling anyone (note 27)"),
+    ("The team reviewed the Friday deploy near the station in Cusco",
+     "The team needs a rescue dog for the third time in Oslo"),
+    ("Mei: the release reviewed the budget review for the third time in Tallinn",
+     "Mei: Leo planned the budget review because of the outage"),
 ])
 def test_what_must_not_supersede(old: str, new: str) -> None:
     d = _judge(old, new)

@@ -293,6 +293,8 @@ _LED = re.compile(r"\b(?:leads|heads|runs|manages|chairs)\s+((?:[A-Z][\w-]*\s?)+
 _DEVICE_RUNS = re.compile(r"\b(?:laptop|computer|pc|desktop|machine|phone|server|tablet)"
                           r"\s+(?:now\s+)?runs\b")
 # kinds whose values are often common words ("I'm a nurse", "my laptop runs linux")
+_AMOUNTS = frozenset(("budget", "salary", "rent", "quota", "word_target", "coverage", "phone"))
+"""Kinds of fact whose value is a number: only a new number replaces one."""
 _LOWERCASE_VALUES = frozenset(("job", "os", "car", "leader"))
 _NOT_NAMES = frozenset(("let", "having", "that", "it", "what", "there", "here", "he", "she",
                         "who", "everyone", "everybody", "nobody", "somebody", "today", "time",
@@ -380,6 +382,10 @@ def _stems(words: list[str]) -> set[str]:
             and w.split("'")[0] not in STOP_WORDS and not w.endswith("n't")}
 
 
+_ASIDE = re.compile(r"\([^()]*\)")
+"""A parenthesised aside, whose numbers, dates and codes are not a stated value."""
+
+
 @lru_cache(maxsize=65536)
 def analyse(text: str, speaker: str | None = None) -> tuple[Statement, ...]:
     """Each clause of ``text`` (said by ``speaker``) as a :class:`Statement`."""
@@ -424,7 +430,8 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     else:
         subject = ""
     values: set[str] = set()
-    spans: list[tuple[int, int]] = []
+    # an aside in parentheses ("(note 3)", "(ticket 4471)") states no value of the fact
+    spans: list[tuple[int, int]] = [m.span() for m in _ASIDE.finditer(low)]
     for rx in (_DATE, _NUMBER):
         for m in rx.finditer(low):
             v = m.group(0).strip(" ,.")
@@ -432,6 +439,8 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
                 values.add(re.sub(r"[\s,]", "", v))
                 spans.append(m.span())
     for m in _WEEKDAY.finditer(low):
+        if any(a <= m.start() < b for a, b in spans):
+            continue
         values.add(m.group(1))
         spans.append(m.span())
     for m in _CODE.finditer(low):
@@ -581,11 +590,13 @@ def _slot(a: Statement, b: Statement) -> tuple[str, float, str | None] | None:
 
 def _typed(old: Statement, new: Statement) -> bool:
     """Whether ``new`` gives another typed value (a name, number, date or code, not a
-    copula's complement) of the same one-valued kind of fact as ``old``: said inside a
+    copula's complement) of the same one-valued kind of fact as ``old``, both about a named
+    or first-person subject ("the team reviewed ... in Cusco" and "the team needs ... in
+    Oslo" say two things, no new value of one): said inside a
     request ("Can you draft a bio? I do backend work at Zeitraik Systems"), the value
     still replaces the old one, however much else the message says."""
-    return (old.attribute is not None and old.attribute == new.attribute
-            and old.cardinality == ONE and not old.attribute.startswith("favourite")
+    return (bool(old.subject) and old.attribute is not None
+            and old.attribute == new.attribute and old.cardinality == ONE and not old.attribute.startswith("favourite")
             and old.attribute not in _LOWERCASE_VALUES and bool(new.values - old.values))
 
 
@@ -642,6 +653,9 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
     if found is None:
         return None
     slot, match, card = found
+    if slot in _AMOUNTS and not new.retraction and not any(
+            _DIGIT(v) for v in new.values - old.values):
+        return None  # "planned the budget review" after "... in Tallinn": no new amount
     subject = old.subject.split(":", 1)[1] if old.subject else "-"
     where = f"{subject} / {slot}"
     old_only = old.values - new.values
