@@ -90,6 +90,12 @@ def test_a_retraction_supersedes_without_a_new_value(old: str, new: str) -> None
      "The team needs a rescue dog for the third time in Oslo"),
     ("Mei: the release reviewed the budget review for the third time in Tallinn",
      "Mei: Leo planned the budget review because of the outage"),
+    # "new" before a word of another kind of fact is no change cue of this one
+    ("The team reviewed the Friday deploy near the station in Cusco",
+     "The team bought a new laptop after lunch in Oslo"),
+    # the same value restated with other words, no cue
+    ("The team reviewed the login page on a rainy morning in Team Falcon",
+     "The team reviewed the database migration on a rainy morning in Team Falcon"),
 ])
 def test_what_must_not_supersede(old: str, new: str) -> None:
     d = _judge(old, new)

@@ -482,7 +482,7 @@ def _clause(clause: str, speaker: str | None, text: str, *, requests: bool = Fal
     frame = _stems([w for w in words if w not in value_words and w not in subject_words
                     and not _DIGIT(w)
                     and w.removesuffix("'s") not in subject_words and w not in _CUE_WORDS])
-    cue_match = _CHANGE.search(low)
+    cue_match = _cue(low, attribute)
     asserts = requests or (not question and not _HYPOTHETICAL.search(low) and not (
         _PAST.search(low) and not cue_match))
     qualifiers = frozenset(m.group(0) for m in _QUALIFIER.finditer(masked))
@@ -543,6 +543,19 @@ def withdraws(s: Statement, attribute: str | None) -> bool:
 
 
 @lru_cache(maxsize=64)
+def _cue(low: str, attribute: str | None) -> re.Match[str] | None:
+    """The clause's first change cue; "new" before a word of another kind of fact is none
+    ("the team bought a new laptop" changes no team)."""
+    for m in _CHANGE.finditer(low):
+        if m.group(0) == "new" and attribute is not None:
+            after = _WORD.findall(low[m.end():m.end() + 40])[:1]
+            other = kind_of(after[0])[0] if after else None
+            if other is not None and other != attribute:
+                continue
+        return m
+    return None
+
+
 def kind_words(attribute: str) -> tuple[str, ...]:
     """The whole words that name a kind of fact in :data:`ATTRIBUTES` ("manager": boss,
     manager, report), and those of the kind a retraction of it withdraws too: what to look
@@ -678,8 +691,8 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
         new_values = new.values - old.values
         if old.values and new.values and not old_only and not retired:
             return None  # the same value restated
-        if not new_values and not (old.words - new.words - old.frame):
-            return None
+        if not new_values and (not cue or not (old.words - new.words - old.frame)):
+            return None  # the old value restated, in other words or with more said
         if card != ONE and not cue:
             return None  # unknown cardinality: only an explicit change cue replaces
         conf = 0.35 + 0.35 * match + (0.2 if cue else 0.0) + (0.1 if retired else 0.0) + (
