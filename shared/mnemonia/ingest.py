@@ -90,8 +90,17 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
     its write was left half-done, never stored twice. Any other id in use is refused."""
     rt.check_open()
     ids = _unique_ids(items)
-    # Embed outside any transaction: nothing is written until every vector exists.
-    _embed_missing(rt, items)
+    # Embed outside any transaction: nothing is written until every vector exists. What
+    # update detection reads without a vector is read meanwhile, beside the model.
+    ahead = rt.aside(updates.read_ahead, rt, tenant, items) \
+        if rt.config.detect_updates and any(p.vector is None for p in items) else None
+    try:
+        _embed_missing(rt, items)
+    finally:
+        if ahead is not None and ahead.exception() is not None:
+            # (only a cache was being filled: detection reads everything again and reports
+            # a failing store itself)
+            log.debug("update detection's read-ahead failed: %r", ahead.exception())
     with rt.exclusive(Changes(tenant=tenant, memories=True)):
         with rt.reading() as conn:
             clash = rt.sql.memories.existing_ids(conn, ids)
