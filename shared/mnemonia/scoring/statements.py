@@ -542,7 +542,6 @@ def withdraws(s: Statement, attribute: str | None) -> bool:
         s.retraction and not s.values and _WITHDRAWS_TOO.get(s.attribute or "") == attribute))
 
 
-@lru_cache(maxsize=64)
 def _cue(low: str, attribute: str | None) -> re.Match[str] | None:
     """The clause's first change cue; "new" before a word of another kind of fact is none
     ("the team bought a new laptop" changes no team)."""
@@ -556,6 +555,7 @@ def _cue(low: str, attribute: str | None) -> re.Match[str] | None:
     return None
 
 
+@lru_cache(maxsize=64)
 def kind_words(attribute: str) -> tuple[str, ...]:
     """The whole words that name a kind of fact in :data:`ATTRIBUTES` ("manager": boss,
     manager, report), and those of the kind a retraction of it withdraws too: what to look
@@ -609,7 +609,8 @@ def _typed(old: Statement, new: Statement) -> bool:
     request ("Can you draft a bio? I do backend work at Zeitraik Systems"), the value
     still replaces the old one, however much else the message says."""
     return (bool(old.subject) and old.attribute is not None
-            and old.attribute == new.attribute and old.cardinality == ONE and not old.attribute.startswith("favourite")
+            and old.attribute == new.attribute and old.cardinality == ONE
+            and not old.attribute.startswith("favourite")
             and old.attribute not in _LOWERCASE_VALUES and bool(new.values - old.values))
 
 
