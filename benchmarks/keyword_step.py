@@ -18,14 +18,11 @@ inclusively around the calls. Not a test: nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import statistics
 import sys
 import time
-from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from recall_profile import Timers
 from servers import ChromaServer, PostgresCluster, loadavg
 from speed_corpus import query_texts
 
@@ -40,21 +38,6 @@ TENANT = "t0000"
 NAMESPACE = "scale"
 FIRST_QUERY = 5000
 """Queries are taken from here on in ``query_texts`` (``scale.py`` asks the first ones)."""
-
-
-class Timers:
-    def __init__(self) -> None:
-        self.spent: dict[str, list[float]] = defaultdict(list)
-
-    def wrap(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.spent[label].append(time.perf_counter() - t0)
-        return timed
 
 
 def measure(store: Path, queries: int, k: int) -> dict[str, Any]:

@@ -61,9 +61,10 @@ STAGES: tuple[tuple[str, str, str], ...] = (
 
 
 class Timers:
+    """Each wrapped function's time per call, by label (``benchmarks/keyword_step.py`` too)."""
+
     def __init__(self) -> None:
-        self.spent: dict[str, float] = defaultdict(float)
-        self.calls: dict[str, int] = defaultdict(int)
+        self.spent: dict[str, list[float]] = defaultdict(list)
 
     def wrap(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -72,8 +73,7 @@ class Timers:
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.spent[label] += time.perf_counter() - t0
-                self.calls[label] += 1
+                self.spent[label].append(time.perf_counter() - t0)
         return timed
 
 
@@ -128,9 +128,9 @@ def main() -> None:
           f"{1000 * statistics.mean(embed):.2f} (p50 {1000 * statistics.median(embed):.2f}) |"
           f" 1 |")
     for label, _, _ in STAGES:
-        if timers.calls[label]:
-            print(f"| {label} | {1000 * timers.spent[label] / n:.2f} | "
-                  f"{timers.calls[label] / n:.1f} |")
+        if timers.spent[label]:
+            print(f"| {label} | {1000 * sum(timers.spent[label]) / n:.2f} | "
+                  f"{len(timers.spent[label]) / n:.1f} |")
     print(f"| **pipeline after the query embedding** | **{1000 * statistics.mean(total):.2f}** "
           f"(p50 {1000 * statistics.median(total):.2f}, "
           f"p95 {1000 * sorted(total)[int(0.95 * (n - 1))]:.2f}) | |")
