@@ -101,7 +101,7 @@ def read_ahead(rt: Runtime, tenant: str, items: Sequence[PreparedMemory]) -> Non
     if not rt.config.detect_updates or not items:
         return
     with rt.reading() as conn:
-        wanted = set()
+        wanted: set[str] = set()
         for p in items:
             wanted |= _keyword_candidates(rt, conn, tenant, p)
         rows = rt.sql.memories.rows(conn, tenant, sorted(wanted)) if wanted else {}
