@@ -464,3 +464,68 @@ def test_doctor_repair_counts_the_keyword_terms_again_on_postgres(postgres_url: 
             assert dict(conn.exec_driver_sql("SELECT term, docs FROM keyword_df").all()) == kept
             assert eng.sql.keywords.term_docs(conn, "t", ["kettle", "teapot", "said"]) == {
                 "kettle": 2, "teapot": 1, "said": 1}
+
+
+def test_a_fast_filled_store_is_analysed_so_keyword_search_reads_the_word_postings(
+        postgres_url: str, chroma_server: str) -> None:
+    """A new store filled faster than autovacuum's first pass has no column statistics: the
+    planner then took the status index as selective for ``committed`` (nearly every row)
+    and filtered the whole tenant by the words. No keyword search goes through the status
+    index, analysed or not; and once ``memories`` outgrows its last analysis (twice the
+    pages, at least ``STATISTICS_PAGES``) the next committed write analyses it."""
+    import sqlalchemy as sa
+    from mnemonia.store.dialect import STATISTICS_PAGES
+
+    db, ns = _new_db(postgres_url), f"a{uuid.uuid4().hex[:12]}"
+    words = ["alpha", "brook", "cedar", "dune", "ember", "fjord", "grove", "heath"]
+
+    def notes(start: int, n: int) -> list[dict[str, str]]:
+        return [{"text": f"note {i} about the {words[i % 8]} walk and the rest of the day, "
+                         f"written down at length {i * 7}"} for i in range(start, start + n)]
+
+    with MemoryEngine.open(chroma_url=chroma_server, sql_url=db, config=MANUAL,
+                           embedder=HashingEmbedder(), namespace=ns) as e:
+        def analysed() -> tuple[int, bool]:
+            with e.sql.connect() as conn:
+                pages = conn.exec_driver_sql(
+                    "SELECT pg_relation_size('memories') / current_setting('block_size')::int"
+                    ).scalar()
+                done = conn.exec_driver_sql(
+                    "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables "
+                    "WHERE relname = 'memories'").scalar()
+            return int(pages), bool(done)
+
+        def search(word: str) -> tuple[list[str], str]:
+            """The hits of a keyword search for ``word``, and the plan of its statement."""
+            sent: list[tuple[str, object]] = []
+
+            def keep(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+                if "ts_rank" in statement:
+                    sent.append((statement, parameters))
+
+            sa.event.listen(e.sql.db.engine, "before_cursor_execute", keep)
+            try:
+                with e.sql.connect() as conn:
+                    hits = e.sql.keywords.keyword_search(conn, "big", [word], 5)
+            finally:
+                sa.event.remove(e.sql.db.engine, "before_cursor_execute", keep)
+            (statement, parameters), = sent
+            with e.sql.connect() as conn:
+                plan = conn.exec_driver_sql("EXPLAIN " + statement, parameters)  # type: ignore[arg-type]
+                return [h[0] for h in hits], "\n".join(r[0] for r in plan)
+
+        first = e.add("the quokka crossed the road", tenant="big")
+        e.add_many(notes(0, 300), tenant="big")
+        pages, done = analysed()
+        assert pages < STATISTICS_PAGES and not done  # small: nothing to refresh yet
+        hits, plan = search("quokka")
+        assert hits == [first.id] and "ix_memories_status" not in plan, plan
+        n = 300
+        while pages < 2 * STATISTICS_PAGES:
+            e.add_many(notes(n, 1000), tenant="big")
+            n += 1000
+            pages, done = analysed()
+        assert done
+        second = e.add("a second quokka", tenant="big")
+        hits, plan = search("quokka")
+        assert set(hits) == {first.id, second.id} and "ix_memories_status" not in plan, plan

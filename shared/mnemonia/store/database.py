@@ -33,9 +33,14 @@ from mnemonia.store.retry import FailureLog, bounded, first_then
 from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import MIGRATIONS, kv, schema_migrations
 
-__all__ = ["Connection", "Database"]
+__all__ = ["STATISTICS_EVERY", "Connection", "Database"]
 
 log = logging.getLogger("mnemonia")
+
+STATISTICS_EVERY = 1000
+"""Memories inserted by this process between two looks at the database's planner
+statistics (:meth:`Database.grew`); the look is one cheap query, the refresh (PostgreSQL's
+``ANALYZE``) happens only when the dialect finds them out of date."""
 
 
 def _open_hint(reason: object) -> str:
@@ -74,6 +79,9 @@ class Database:
         self._writer_lock = threading.Lock()
         self._failures = FailureLog(log)
         self._local = threading.local()
+        # memories inserted since the planner's statistics were last looked at (:meth:`grew`)
+        self._grown = 0
+        self._grown_lock = threading.Lock()
         # rows kept between recalls (:meth:`keep_rows`): only where this process is the one
         # writer, which is the opener's to say
         self.row_cache: RowCache | None = None
@@ -255,6 +263,31 @@ class Database:
         self._settle()
         with self._lock, self._session(True) as conn:
             yield conn
+        if self._grown >= STATISTICS_EVERY and not getattr(self._local, "depth", 0):
+            self._refresh_statistics()
+
+    # -- planner statistics ------------------------------------------------------------------
+    def grew(self, rows: int) -> None:
+        """``rows`` memories are being committed (inside the caller's transaction): once
+        :data:`STATISTICS_EVERY` have been, the next committed write looks at the planner's
+        statistics (:meth:`Dialect.refresh_statistics`)."""
+        with self._grown_lock:
+            self._grown += rows
+
+    def _refresh_statistics(self) -> None:
+        """Ask the dialect to refresh the planner's statistics if they are out of date, in a
+        transaction of its own after the write (no row is changed; a failure is logged and
+        the write that triggered it stands)."""
+        with self._grown_lock:
+            if self._grown < STATISTICS_EVERY:
+                return  # another thread looked meanwhile
+            self._grown = 0
+        try:
+            with self._session(True, changes=()) as conn:
+                if self.dialect.refresh_statistics(conn):
+                    log.info("refreshed the planner statistics of %s", self.where)
+        except StoreError as e:
+            log.warning("could not refresh the planner statistics of %s: %s", self.where, e)
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:

@@ -278,6 +278,7 @@ class MemoryRows:
             conn.execute(memory_writers.delete().where(
                 memory_writers.c.memory_id.in_(sa.select(memories.c.id).where(
                     memories.c.id.in_(chunk), memories.c.status == "committed"))))
+        self.db.grew(done)
         return done
 
     def statuses(self, conn: Connection, ids: Sequence[str]) -> dict[str, str]:

@@ -83,8 +83,10 @@ class Staging:
 
     def commit_staged(self, conn: Connection, status: str) -> int:
         """Every row staged with ``status`` becomes committed (visible) at once."""
-        return int(conn.execute(memories.update().where(memories.c.status == status)
+        done = int(conn.execute(memories.update().where(memories.c.status == status)
                                 .values(status="committed")).rowcount)
+        self.db.grew(done)
+        return done
 
     def swap_staged(self, conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
         """For each ``(staged_id, id)``: the stored memory ``id`` (its row, vector, entity
