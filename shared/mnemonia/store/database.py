@@ -38,9 +38,10 @@ __all__ = ["STATISTICS_EVERY", "Connection", "Database"]
 log = logging.getLogger("mnemonia")
 
 STATISTICS_EVERY = 1000
-"""Memories inserted by this process between two looks at the database's planner
-statistics (:meth:`Database.grew`); the look is one cheap query, the refresh (PostgreSQL's
-``ANALYZE``) happens only when the dialect finds them out of date."""
+"""Memories committed by this process between two looks at the database's planner
+statistics (:meth:`Database.grew`), where the dialect keeps them (:attr:`Dialect.analyses`);
+the look is one cheap query, the refresh (PostgreSQL's ``ANALYZE``) happens only when the
+dialect finds them out of date."""
 
 
 def _open_hint(reason: object) -> str:
@@ -270,7 +271,10 @@ class Database:
     def grew(self, rows: int) -> None:
         """``rows`` memories are being committed (inside the caller's transaction): once
         :data:`STATISTICS_EVERY` have been, the next committed write looks at the planner's
-        statistics (:meth:`Dialect.refresh_statistics`)."""
+        statistics (:meth:`Dialect.refresh_statistics`). Not counted where the dialect keeps
+        none (SQLite): no empty write session every 1,000 memories there."""
+        if not self.dialect.analyses:
+            return
         with self._grown_lock:
             self._grown += rows
 

@@ -284,9 +284,11 @@ class Dialect:
     def lock_migrations(self, conn: Connection) -> None:
         """Make other processes that migrate the same store wait for this transaction."""
 
+    analyses = False
+    """:meth:`refresh_statistics` does something here (the engine counts commits for it)."""
+
     def refresh_statistics(self, conn: Connection) -> bool:
-        """Refresh the query planner's statistics of the tables recall and ingest search if
-        they are out of date; whether it did (nothing to do here)."""
+        """Refresh the planner's statistics if out of date; whether it did (nothing here)."""
         return False
 
     def before_snapshot(self, conn: Connection) -> None:
@@ -361,16 +363,16 @@ class PostgresDialect(Dialect):
     (GIN index); migrations under an advisory lock; JSON filters in ``jsonb``."""
 
     keyword_index = "n/a: PostgreSQL full-text search reads a generated column of memories"
+    analyses = True
 
     def lock_migrations(self, conn: Connection) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
 
     def refresh_statistics(self, conn: Connection) -> bool:
         """``ANALYZE`` the searched tables once ``memories`` holds twice the pages of its last
-        analysis (and at least :data:`STATISTICS_PAGES`). Never analysed, a fast-filled new
-        store (before autovacuum's first pass) made keyword searches read the whole tenant:
-        10 ms a search at 4,000 memories, ``add_many`` (one search per memory) at 67/s
-        against 124/s analysed (2026-11-28). One catalog query; a few analyses a store."""
+        analysis (at least :data:`STATISTICS_PAGES`). Never analysed, a fast-filled store made
+        keyword searches read the whole tenant: 10 ms each at 4,000 memories, ``add_many`` at
+        67/s against 124/s analysed (2026-11-28). One catalog query; a few analyses a store."""
         pages, analysed = conn.exec_driver_sql(
             "SELECT pg_relation_size(c.oid) / current_setting('block_size')::int, c.relpages "
             "FROM pg_class c WHERE c.oid = 'memories'::regclass").one()
