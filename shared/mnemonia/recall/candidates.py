@@ -136,13 +136,12 @@ def _newer_versions(run: RecallRun, dense: dict[str, float]) -> list[str]:
         return []
     unknown = [i for i, cos in hidden.items() if cos is None]
     cosines = run.cosines(unknown) if unknown else {}
+    known = {old: cosines.get(old) if cos is None else cos for old, cos in hidden.items()}
+    currents = _currents(run, [old for old, cos in known.items() if cos is not None])
     inherited: dict[str, float] = {}
-    for old, cos in hidden.items():
-        cos = cosines.get(old) if cos is None else cos
-        if cos is None:
-            continue
-        current = _current(run, old)
-        if current is not None:
+    for old, cos in known.items():
+        current = currents.get(old)
+        if cos is not None and current is not None:
             _, fused = relevance(run.rt, c.rows[old], cos, run.kq)
             inherited[current] = max(inherited.get(current, 0.0), fused)
     admitted = run.admit(sorted(inherited), via="update")
@@ -153,20 +152,23 @@ def _newer_versions(run: RecallRun, dense: dict[str, float]) -> list[str]:
     return admitted
 
 
-def _current(run: RecallRun, mid: str) -> str | None:
-    """The newest version of ``mid``'s fact recall may show (following ``superseded_by``),
-    or None."""
+def _currents(run: RecallRun, olds: list[str]) -> dict[str, str]:
+    """``{old: the newest version of its fact recall may show}`` for those of ``olds`` that
+    have one (following ``superseded_by`` at most :data:`VERSION_HOPS` times), the versions
+    of every chain read at once, one read per hop: in server mode a read is a round trip."""
     rows = run.c.rows
+    at = dict(zip(olds, olds, strict=True))  # old -> the version reached, hidden too
+    out: dict[str, str] = {}
     for _ in range(VERSION_HOPS):
-        nxt: str | None = rows[mid].superseded_by
-        if nxt is None:
-            return None
-        if run.read([nxt]):
-            return nxt
-        if nxt not in rows:
-            return None
-        mid = nxt
-    return None
+        nxt = {old: n for old, mid in at.items() if (n := rows[mid].superseded_by) is not None}
+        if not nxt:
+            break
+        shown = set(run.read(dict.fromkeys(nxt.values())))
+        # a version recall may show ends its chain; one read but hidden (superseded in turn)
+        # goes on; one not read (deleted, or filtered out) ends it without a version
+        out.update({old: n for old, n in nxt.items() if n in shown})
+        at = {old: n for old, n in nxt.items() if n not in shown and n in rows}
+    return out
 
 
 def _prefiltered(run: RecallRun, n: int) -> dict[str, float] | None:
