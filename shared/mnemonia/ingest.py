@@ -364,17 +364,25 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
     relations added."""
     edges: dict[tuple[str, str, str], float] = {}
     new_links: list[dict[str, Any]] = []
+    grown: list[dict[str, Any]] = []  # the rows whose entities grew, written in one go
     for p, near in items:
         extracted = [e for e in rt.extract(p.text) if e not in p.entities]
         if extracted:
             p.entities = p.entities + extracted
             new_links += [dict(tenant=tenant, entity=e, memory_id=p.id) for e in extracted]
-            rt.sql.memories.update_memory(conn, p.id, entities=json.dumps(p.entities))
+            grown.append({"b_id": p.id, "entities": json.dumps(p.entities)})
         _automatic_edges(rt, conn, tenant, p, near, edges)
+    rt.sql.memories.update_each(conn, grown, ["entities"])
     rt.sql.graph.link_entities(conn, new_links, ignore_existing=True)
+    # each memory links to the first SAME_ENTITY_LINKS others of each of its entities: one
+    # read per entity of the batch (a speaker's name is in most of a chat's memories), not
+    # one per memory and entity (in server mode a read is a round trip)
+    first: dict[str, list[str]] = {}
     for p, _ in items:
         for e in p.entities:
-            for other in rt.sql.graph.entity_neighbours(conn, tenant, e, p.id, SAME_ENTITY_LINKS):
+            if e not in first:
+                first[e] = rt.sql.graph.entity_first(conn, tenant, e, SAME_ENTITY_LINKS + 1)
+            for other in [m for m in first[e] if m != p.id][:SAME_ENTITY_LINKS]:
                 edges.setdefault((p.id, other, "same_entity"), 0.5)
     rt.sql.memories.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
     added = rt.sql.graph.insert_edges(conn, tenant, edges, nowts)

@@ -150,8 +150,8 @@ def check_entity_link_order_migration(open_engine: Callable[[], MemoryEngine]) -
             indexes = {ix["name"]: ix["column_names"]
                        for ix in sa.inspect(conn).get_indexes("memory_entities")}
             assert indexes["ix_memory_entities_seq"] == ["tenant", "entity", "seq"]
-            assert eng.sql.graph.entity_neighbours(
-                conn, "t", "place:lighthouse", "m-f", 4) == ["m-c", "m-a", "m-b", "m-e"]
+            assert eng.sql.graph.entity_first(
+                conn, "t", "place:lighthouse", 5) == ["m-c", "m-a", "m-f", "m-b", "m-e"]
         # a memory added now is linked to the first stored ones
         new = eng.add("one more note on the lighthouse", tenant="t",
                       entities=["place:lighthouse"])

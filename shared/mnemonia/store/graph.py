@@ -52,16 +52,15 @@ class Graph:
     def unlink_entities(self, conn: Connection, memory_id: str) -> None:
         conn.execute(memory_entities.delete().where(memory_entities.c.memory_id == memory_id))
 
-    def entity_neighbours(self, conn: Connection, tenant: str, entity: str, exclude: str,
-                          limit: int) -> list[str]:
-        """Up to ``limit`` other memories linked to ``entity``: the first ones stored (by
-        ``seq``, one range of the ``(tenant, entity, seq)`` index; never by id, a random uuid,
-        which chose other neighbours in every process). Called once per entity of every
-        enriched memory: a plain statement, not one built per call (building the SQLAlchemy
-        select cost ~3 ms, several times the read)."""
+    def entity_first(self, conn: Connection, tenant: str, entity: str, limit: int) -> list[str]:
+        """The first ``limit`` memories linked to ``entity`` (by ``seq``, one range of the
+        ``(tenant, entity, seq)`` index; never by id, a random uuid, which chose other
+        neighbours in every process). Read once per entity of a batch being enriched: a plain
+        statement, not one built per call (building the SQLAlchemy select cost ~3 ms,
+        several times the read)."""
         return [r[0] for r in self.db.fetch(
             conn, "SELECT memory_id FROM memory_entities WHERE tenant = ? AND entity = ? "
-            "AND memory_id != ? ORDER BY seq LIMIT ?", (tenant, entity, exclude, limit))]
+            "ORDER BY seq LIMIT ?", (tenant, entity, limit))]
 
     def entity_counts(self, conn: Connection, tenant: str) -> list[tuple[str, int]]:
         """``(entity, linked memories not deleted)`` of the tenant."""
