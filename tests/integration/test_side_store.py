@@ -32,7 +32,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -66,7 +66,7 @@ def test_relation_type_indexes_migration(tmp_path: Path) -> None:
                 version=version, name=name, applied_at=0.0))
         for name in ("ix_relations_type_src", "ix_relations_type_dst"):
             conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")  # as before 13
-    assert store.setup() == [13, 14, 15]
+    assert store.setup() == [13, 14, 15, 16]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}
@@ -79,6 +79,37 @@ def test_relation_type_indexes_migration(tmp_path: Path) -> None:
             "type, strength FROM relations WHERE tenant = 'a' AND dst IN ('x', 'y') "
             "AND type IN ('follows')"))
         assert "ix_relations_type_src" in plan and "ix_relations_incoming" in plan
+    store.dispose()
+
+
+def test_the_memory_before_a_new_one_in_its_session_is_one_index_step(tmp_path: Path) -> None:
+    """A store made before migration 16 gets the memories' (tenant, session, time) index in
+    place of the (tenant, session) one, and the read of the memory just before a new one in
+    its session (its ``follows`` link) walks that index back from the new memory's time: no
+    sort of every memory of the session (a chat kept in one session made each enriched add
+    read all of it)."""
+    from mnemonia.store.graph import PREVIOUS_IN_SESSION
+
+    store = S.SideStore(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    with store.db.engine.begin() as conn:
+        S.schema_migrations.create(conn)
+        for version, name, fn in S.MIGRATIONS[:15]:
+            fn(conn)
+            conn.execute(S.schema_migrations.insert().values(
+                version=version, name=name, applied_at=0.0))
+        conn.exec_driver_sql("DROP INDEX ix_memories_session_time")  # as before 16
+        conn.exec_driver_sql(
+            "CREATE INDEX ix_memories_tenant_session ON memories (tenant, session_id)")
+    assert store.setup() == [16]
+    with store.connect() as conn:
+        names = {r[0] for r in conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories'")}
+        assert "ix_memories_session_time" in names
+        assert "ix_memories_tenant_session" not in names
+        plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {PREVIOUS_IN_SESSION}", ("t", "s", "m", 5.0, 5.0, "m")))
+        assert "ix_memories_session_time (tenant=? AND session_id=? AND created_at<?)" in plan
+        assert "TEMP B-TREE" not in plan
     store.dispose()
 
 

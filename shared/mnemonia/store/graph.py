@@ -15,10 +15,19 @@ from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import memories, memory_entities, relations
 from mnemonia.store.statements import chunks
 
-__all__ = ["INCOMING_PARTS", "Graph"]
+__all__ = ["INCOMING_PARTS", "PREVIOUS_IN_SESSION", "Graph"]
 
 INCOMING_PARTS = 300
 """Index ranges (target, type) read by one statement of :meth:`Graph.edges_around`."""
+
+
+PREVIOUS_IN_SESSION = (
+    "SELECT id FROM memories WHERE tenant = ? AND session_id = ? AND id != ? "
+    "AND created_at <= ? AND (created_at < ? "  # the same time: an earlier seq only
+    "OR seq < (SELECT me.seq FROM memories AS me WHERE me.id = ?)) "
+    "ORDER BY created_at DESC, seq DESC LIMIT 1")
+"""The memory just before one in its session (``Graph.previous_in_session``), written so
+that the ``(tenant, session_id, created_at, seq)`` index answers it from ``at`` backwards."""
 
 
 class Graph:
@@ -110,15 +119,12 @@ class Graph:
 
     def previous_in_session(self, conn: Connection, tenant: str, session_id: str,
                             memory_id: str, at: float) -> str | None:
-        """The memory of the same session just before ``memory_id`` (by time, then seq).
+        """The memory of the same session just before ``memory_id`` (by time, then seq): one
+        step of ``ix_memories_session_time`` back from ``at``, however long the session.
         Called once per enriched memory: a plain statement (building the select with its
         aliased subquery cost ~10 ms, far more than the indexed read)."""
-        rows = self.db.fetch(conn, (
-            "SELECT id FROM memories WHERE tenant = ? AND session_id = ? AND id != ? "
-            "AND (created_at < ? OR (created_at = ? "  # same time: an earlier seq only
-            "AND seq < (SELECT me.seq FROM memories AS me WHERE me.id = ?))) "
-            "ORDER BY created_at DESC, seq DESC LIMIT 1"),
-            (tenant, session_id, memory_id, at, at, memory_id))
+        rows = self.db.fetch(conn, PREVIOUS_IN_SESSION,
+                             (tenant, session_id, memory_id, at, at, memory_id))
         return None if not rows else str(rows[0][0])
 
     def insert_edges(self, conn: Connection, tenant: str,

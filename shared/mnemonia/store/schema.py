@@ -87,7 +87,7 @@ memories = sa.Table(
     # 'deleting' while a hard forget is under way.
     sa.Column("status", sa.String(16), nullable=False, default="pending"),
     sa.Index("ix_memories_tenant_seq", "tenant", "seq"),
-    sa.Index("ix_memories_tenant_session", "tenant", "session_id"),
+    sa.Index("ix_memories_session_time", "tenant", "session_id", "created_at", "seq"),
     sa.Index("ix_memories_status", "status"),
 )
 
@@ -576,6 +576,19 @@ def _insert_docs(conn: Connection, df: Counter[str]) -> None:
                      {"t": [t for t, _ in part], "d": [n for _, n in part]})
 
 
+def _session_time_index(conn: Connection) -> None:
+    """Memories by tenant, session and time (``created_at``, then ``seq``): the memory just
+    before a new one in its session (its ``follows`` link, read for every enriched memory)
+    is one step of this index, where ``ix_memories_tenant_session`` (which goes: this one
+    serves its reads too) made the read sort every memory of the session. A chat kept in one
+    session (``tests/integration/test_side_store.py``; 10,000 turns added 1,000 at a time):
+    8.9 ms a read at 10,000 turns, growing with the session. A store created since migration
+    1 has it."""
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_memories_session_time "
+                         "ON memories (tenant, session_id, created_at, seq)")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_memories_tenant_session")
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -594,4 +607,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (14, "relations by target, strongest and first stored sources first",
      _incoming_relations),
     (15, "keyword document counts kept on write in PostgreSQL", _server_keyword_df),
+    (16, "memories by session and time", _session_time_index),
 ]
