@@ -78,14 +78,36 @@ def _slot_words(p: PreparedMemory) -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def _keyword_candidates(rt: Runtime, conn: Any, tenant: str, p: PreparedMemory) -> set[str]:
-    """The keyword index's best matches for a new memory's values and, for a retraction or
-    a change, for its slot's words (never the memory itself)."""
-    ids: set[str] = set()
+def _search_words(p: PreparedMemory) -> list[list[str]]:
+    """The keyword searches of a new memory: its values' words and, for a retraction or a
+    change, its slot's words (lower-cased, as the keyword index folds them)."""
+    out = []
     for words in (_value_words(p), _slot_words(p)):
-        if words:
-            ids.update(o for o, _ in rt.sql.keywords.keyword_search(
-                conn, tenant, words, KEYWORD_CANDIDATES) if o != p.id)
+        folded = list(dict.fromkeys(w.lower() for w in words))
+        if folded:
+            out.append(folded)
+    return out
+
+
+def _searches(rt: Runtime, conn: Any, tenant: str, items: Sequence[PreparedMemory]
+              ) -> tuple[dict[str, list[list[str]]], dict[str, int]]:
+    """Each new memory's keyword searches, and the tenant's document counts of all their
+    words, read at once (each search would read its own: in server mode a round trip per
+    memory)."""
+    searches = {p.id: _search_words(p) for p in items}
+    words = sorted({w for found in searches.values() for ws in found for w in ws})
+    return searches, rt.sql.keywords.term_docs(conn, tenant, words) if words else {}
+
+
+def _keyword_candidates(rt: Runtime, conn: Any, tenant: str, p: PreparedMemory,
+                        searches: list[list[str]], docs: dict[str, int]) -> set[str]:
+    """The keyword index's best matches for a new memory's values and, for a retraction or
+    a change, for its slot's words (never the memory itself); ``searches`` and ``docs``
+    from :func:`_searches`."""
+    ids: set[str] = set()
+    for words in searches:
+        ids.update(o for o, _ in rt.sql.keywords.keyword_search(
+            conn, tenant, words, KEYWORD_CANDIDATES, docs=docs) if o != p.id)
     return ids
 
 
@@ -102,8 +124,9 @@ def read_ahead(rt: Runtime, tenant: str, items: Sequence[PreparedMemory]) -> Non
         return
     with rt.reading() as conn:
         wanted: set[str] = set()
+        searches, docs = _searches(rt, conn, tenant, items)
         for p in items:
-            wanted |= _keyword_candidates(rt, conn, tenant, p)
+            wanted |= _keyword_candidates(rt, conn, tenant, p, searches[p.id], docs)
         rows = rt.sql.memories.rows(conn, tenant, sorted(wanted)) if wanted else {}
     for r in rows.values():
         statements.analyse(r.text, check.row_speaker(r))
@@ -118,8 +141,10 @@ def detect(rt: Runtime, conn: Any, tenant: str, items: Sequence[tuple[PreparedMe
         return 0
     new = {p.id: p for p, _ in items}
     cands: dict[str, set[str]] = {}
+    searches, docs = _searches(rt, conn, tenant, [p for p, _ in items])
     for p, near in items:
-        cands[p.id] = {o for o, _ in near if o != p.id} | _keyword_candidates(rt, conn, tenant, p)
+        cands[p.id] = {o for o, _ in near if o != p.id} | _keyword_candidates(
+            rt, conn, tenant, p, searches[p.id], docs)
     wanted = sorted({o for ids in cands.values() for o in ids} - set(new))
     rows = rt.sql.memories.rows(conn, tenant, wanted) if wanted else {}
     kept_apart = rt.sql.events.kept_apart(conn, tenant, sorted({*new, *wanted}))
