@@ -100,6 +100,20 @@ class EngineContract:
         assert hit.explanation.path == (cat, "implies")
         assert hit.explanation.activation <= after.memories[0].explanation.activation
 
+    def test_a_symmetric_relation_spreads_from_its_target_too(
+            self, eng: MemoryEngine, loaded: dict[str, str]) -> None:
+        """A ``related_to`` edge written from the report to the cat (a symmetric type)
+        brings the report in from the cat: spreading reads the strongest edges that point
+        at a memory as well as those leaving it (PostgreSQL reads them in one LATERAL join,
+        SQLite in a union of index ranges)."""
+        cat = loaded["Alice's cat is called Miso and loves tuna."]
+        report = loaded["The quarterly report is due on the 30th of June."]
+        eng.relate(report, cat, "related_to", tenant=T, strength=1.0)
+        after = eng.recall("Tell me about Miso the cat", tenant=T, k=6, touch=False,
+                           min_activation=0.15)
+        hit = next(h for h in after.memories if h.memory.id == report)
+        assert hit.explanation.path == (cat, "related_to")
+
     def test_forget_restore_and_hard_forget(self, eng: MemoryEngine,
                                             loaded: dict[str, str]) -> None:
         mid = loaded["Alice prefers green tea over coffee in the morning."]
