@@ -41,11 +41,13 @@ from mnemonia.store.statements import (
 )
 from mnemonia.validation import row_embed_text
 
-__all__ = ["MIGRATION_LOCK", "STATISTICS_PAGES", "Dialect", "JsonFilter", "PostgresDialect",
-           "Reader", "SqliteDialect", "dialect_of", "engine_options"]
+__all__ = ["INCOMING_PARTS", "MIGRATION_LOCK", "STATISTICS_PAGES", "Dialect", "JsonFilter",
+           "PostgresDialect", "Reader", "SqliteDialect", "dialect_of", "engine_options"]
 
 MIGRATION_LOCK = 7_316_402_913
 """The PostgreSQL advisory lock key the migrations run under (one process at a time)."""
+INCOMING_PARTS = 300
+"""Index ranges (target, type) read by one statement of :meth:`Dialect.strongest_incoming`."""
 
 
 class Reader(Protocol):
@@ -174,6 +176,23 @@ class Dialect:
         keyword table (``None``: no such walk here, the caller matches the text)."""
         return None
 
+    # -- relations -----------------------------------------------------------------------------
+    def strongest_incoming(self, reader: Reader, conn: Connection, tenant: str,
+                           pairs: Sequence[tuple[str, str]], per_target: int) -> list[Any]:
+        """``(src, dst, type, strength, src_seq)`` of the ``per_target`` strongest edges
+        pointing at each ``(target, type)`` of ``pairs`` (spreading's frontier), one range of
+        ``ix_relations_incoming`` each: a ``UNION ALL`` of one select a pair, at most
+        :data:`INCOMING_PARTS` a statement (SQLite's limit of compound selects)."""
+        out: list[Any] = []
+        for part in chunks(list(pairs), INCOMING_PARTS):
+            one = ("SELECT * FROM (SELECT src, dst, type, strength, src_seq FROM relations "
+                   "WHERE tenant = ? AND type = ? AND dst = ? "
+                   "ORDER BY strength DESC, src_seq LIMIT ?) AS p{}")
+            statement = " UNION ALL ".join(one.format(i) for i in range(len(part)))
+            out += reader.fetch(conn, statement,
+                                [x for d, t in part for x in (tenant, t, d, per_target)])
+        return out
+
 
 STATISTICS_PAGES = 64
 """PostgreSQL pages ``memories`` fills before its first analysis here (~1,000 memories)."""
@@ -294,6 +313,20 @@ class PostgresDialect(Dialect):
         """Read in ``keyword_df`` (one index lookup a word, whatever the tenant's size)."""
         return _kept_docs(reader, conn, {w: keyword_df_key(t) for w, t in terms.items()},
                           cache)
+
+    def strongest_incoming(self, reader: Reader, conn: Connection, tenant: str,
+                           pairs: Sequence[tuple[str, str]], per_target: int) -> list[Any]:
+        """One ``LATERAL`` join over the pairs: planning the ``UNION ALL`` took 2.2 ms
+        for 27 pairs at 100k memories, three times its execution."""
+        if not pairs:
+            return []
+        return reader.fetch(conn, (
+            "SELECT p.src, p.dst, p.type, p.strength, p.src_seq "
+            "FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS q(dst, type) "
+            "CROSS JOIN LATERAL (SELECT src, dst, type, strength, src_seq FROM relations "
+            "WHERE tenant = ? AND type = q.type AND dst = q.dst "
+            "ORDER BY strength DESC, src_seq LIMIT ?) AS p"),
+            ([d for d, _ in pairs], [t for _, t in pairs], tenant, per_target))
 
 
 def _count_lock(tenant: str) -> int:

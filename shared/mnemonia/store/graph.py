@@ -15,19 +15,7 @@ from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import memories, memory_entities, relations
 from mnemonia.store.statements import chunks
 
-__all__ = ["INCOMING_PARTS", "PREVIOUS_IN_SESSION", "Graph"]
-
-INCOMING_PARTS = 300
-"""Index ranges (target, type) read by one statement of :meth:`Graph.edges_around`."""
-
-
-INCOMING_LATERAL = (
-    "SELECT p.src, p.dst, p.type, p.strength, p.src_seq "
-    "FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS q(dst, type) "
-    "CROSS JOIN LATERAL (SELECT src, dst, type, strength, src_seq FROM relations "
-    "WHERE tenant = ? AND type = q.type AND dst = q.dst "
-    "ORDER BY strength DESC, src_seq LIMIT ?) AS p")
-"""PostgreSQL's read of the strongest edges pointing at each (target, type) pair."""
+__all__ = ["PREVIOUS_IN_SESSION", "Graph"]
 
 PREVIOUS_IN_SESSION = (
     "SELECT id FROM memories WHERE tenant = ? AND session_id = ? AND id != ? "
@@ -253,35 +241,13 @@ class Graph:
                 f"WHERE r.tenant = ? AND r.type IN ({self.db.in_marks(len(types))}) "
                 f"AND r.src IN ({marks})"), (tenant, *types, *chunk))
         best: dict[str, list[Any]] = {}
-        for src, dst, rtype, strength, seq in self._incoming(
-                conn, tenant, [(d, t) for d in sorted(ids) for t in symmetric], per_target):
+        for src, dst, rtype, strength, seq in self.db.dialect.strongest_incoming(
+                self.db, conn, tenant, [(d, t) for d in sorted(ids) for t in symmetric],
+                per_target):
             best.setdefault(dst, []).append((-strength, seq, rtype, src))
         for dst, got in best.items():
             for nw, seq, rtype, src in sorted(got)[:per_target]:
                 out.append((src, dst, rtype, -nw, 1, seq))
-        return out
-
-    def _incoming(self, conn: Connection, tenant: str, pairs: Sequence[tuple[str, str]],
-                  per_target: int) -> list[Any]:
-        """``(src, dst, type, strength, src_seq)`` of the ``per_target`` strongest edges
-        pointing at each ``(target, type)`` of ``pairs``, one range of
-        ``ix_relations_incoming`` each: on PostgreSQL one ``LATERAL`` join over the pairs
-        (planning a ``UNION ALL`` of one select a pair took 2.2 ms for 27 pairs at 100k
-        memories, three times its execution); elsewhere that ``UNION ALL``, at most
-        :data:`INCOMING_PARTS` selects a statement (SQLite's limit of compound selects)."""
-        if not pairs:
-            return []
-        if self.db.dialect.name == "postgresql":
-            return self.db.fetch(conn, INCOMING_LATERAL, (
-                [d for d, _ in pairs], [t for _, t in pairs], tenant, per_target))
-        out: list[Any] = []
-        for part in chunks(pairs, INCOMING_PARTS):
-            one = ("SELECT * FROM (SELECT src, dst, type, strength, src_seq FROM relations "
-                   "WHERE tenant = ? AND type = ? AND dst = ? "
-                   "ORDER BY strength DESC, src_seq LIMIT ?) AS p{}")
-            statement = " UNION ALL ".join(one.format(i) for i in range(len(part)))
-            out += self.db.fetch(conn, statement,
-                                 [x for d, t in part for x in (tenant, t, d, per_target)])
         return out
 
     def typed_links(self, conn: Connection, tenant: str, ids: Sequence[str],
