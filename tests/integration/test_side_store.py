@@ -12,12 +12,13 @@ from mnemonia import MemoryEngine
 from mnemonia.store import sql as S
 
 
-def _old_store(path: Path) -> S.SideStore:
-    """A side-store as the first release left it: migrations 1-3 only."""
+def _old_store(path: Path, applied: int = 3) -> S.SideStore:
+    """A side-store as a release with the first ``applied`` migrations left it (the first
+    release: 1-3)."""
     store = S.SideStore(f"sqlite:///{path}")
     with store.db.engine.begin() as conn:
         S.schema_migrations.create(conn)
-        for version, name, fn in S.MIGRATIONS[:3]:
+        for version, name, fn in S.MIGRATIONS[:applied]:
             fn(conn)
             conn.execute(S.schema_migrations.insert().values(
                 version=version, name=name, applied_at=0.0))
@@ -57,13 +58,8 @@ def test_relation_type_indexes_migration(tmp_path: Path) -> None:
     """A store made before migration 13 gets the relations' type indexes (13, then 14's
     index by target), and recall's reads of one type's links use them (no read of every
     relation of each memory)."""
-    store = S.SideStore(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    store = _old_store(tmp_path / "old.sqlite3", applied=12)
     with store.db.engine.begin() as conn:
-        S.schema_migrations.create(conn)
-        for version, name, fn in S.MIGRATIONS[:12]:
-            fn(conn)
-            conn.execute(S.schema_migrations.insert().values(
-                version=version, name=name, applied_at=0.0))
         for name in ("ix_relations_type_src", "ix_relations_type_dst"):
             conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")  # as before 13
     assert store.setup() == [13, 14, 15, 16]
@@ -90,13 +86,8 @@ def test_the_memory_before_a_new_one_in_its_session_is_one_index_step(tmp_path: 
     read all of it)."""
     from mnemonia.store.graph import PREVIOUS_IN_SESSION
 
-    store = S.SideStore(f"sqlite:///{tmp_path / 'old.sqlite3'}")
+    store = _old_store(tmp_path / "old.sqlite3", applied=15)
     with store.db.engine.begin() as conn:
-        S.schema_migrations.create(conn)
-        for version, name, fn in S.MIGRATIONS[:15]:
-            fn(conn)
-            conn.execute(S.schema_migrations.insert().values(
-                version=version, name=name, applied_at=0.0))
         conn.exec_driver_sql("DROP INDEX ix_memories_session_time")  # as before 16
         conn.exec_driver_sql(
             "CREATE INDEX ix_memories_tenant_session ON memories (tenant, session_id)")
