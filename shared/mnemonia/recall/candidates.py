@@ -136,14 +136,13 @@ def _newer_versions(run: RecallRun, dense: dict[str, float]) -> list[str]:
         return []
     unknown = [i for i, cos in hidden.items() if cos is None]
     cosines = run.cosines(unknown) if unknown else {}
-    known = {old: cosines.get(old) if cos is None else cos for old, cos in hidden.items()}
-    currents = _currents(run, [old for old, cos in known.items() if cos is not None])
+    known = {old: cos for old, got in hidden.items()
+             if (cos := cosines.get(old) if got is None else got) is not None}
+    currents = _currents(run, list(known))
     inherited: dict[str, float] = {}
-    for old, cos in known.items():
-        current = currents.get(old)
-        if cos is not None and current is not None:
-            _, fused = relevance(run.rt, c.rows[old], cos, run.kq)
-            inherited[current] = max(inherited.get(current, 0.0), fused)
+    for old, current in currents.items():
+        _, fused = relevance(run.rt, c.rows[old], known[old], run.kq)
+        inherited[current] = max(inherited.get(current, 0.0), fused)
     admitted = run.admit(sorted(inherited), via="update")
     for mid in admitted:
         info = c.info[mid]
@@ -157,7 +156,7 @@ def _currents(run: RecallRun, olds: list[str]) -> dict[str, str]:
     have one (following ``superseded_by`` at most :data:`VERSION_HOPS` times), the versions
     of every chain read at once, one read per hop: in server mode a read is a round trip."""
     rows = run.c.rows
-    at = dict(zip(olds, olds, strict=True))  # old -> the version reached, hidden too
+    at = {old: old for old in olds}  # old -> the version reached, hidden too
     out: dict[str, str] = {}
     for _ in range(VERSION_HOPS):
         nxt = {old: n for old, mid in at.items() if (n := rows[mid].superseded_by) is not None}

@@ -581,9 +581,10 @@ def _session_time_index(conn: Connection) -> None:
     before a new one in its session (its ``follows`` link, read for every enriched memory)
     is one step of this index, where ``ix_memories_tenant_session`` (which goes: this one
     serves its reads too) made the read sort every memory of the session. A chat kept in one
-    session (``tests/integration/test_side_store.py``; 10,000 turns added 1,000 at a time):
-    8.9 ms a read at 10,000 turns, growing with the session. A store created since migration
-    1 has it."""
+    session (SQLite, 10,000 turns added 1,000 at a time, every memory enriched): 4.8-8.9 ms a
+    read at 7,000-10,000 turns, growing with the session; 0.014-0.023 ms with this index.
+    ``tests/integration/test_side_store.py`` checks the plan. A store created since
+    migration 1 has it."""
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_memories_session_time "
                          "ON memories (tenant, session_id, created_at, seq)")
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_memories_tenant_session")
