@@ -48,7 +48,8 @@ def test_a_given_embedder_wins_over_the_backend(tmp_path: Path) -> None:
 
 
 def test_onnx_embedder_arguments_are_checked() -> None:
-    for bad in ({"threads": 0}, {"batch_size": 0}, {"threads": True}, {"batch_size": 2.0}):
+    for bad in ({"threads": 0}, {"batch_size": 0}, {"threads": True}, {"batch_size": 2.0},
+                {"batch_workers": 0}, {"batch_workers": 1.5}):
         with pytest.raises(MnemoniaError, match="must be an integer >= 1"):
             OnnxEmbedder(**bad)  # type: ignore[arg-type]
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,6 +105,39 @@ def test_embed_documents_keeps_the_input_order(onnx: OnnxEmbedder) -> None:
     assert np.allclose(small.embed_documents(TEXTS), forward, atol=1e-5)
 
 
+def test_batches_embedded_at_once_keep_the_order(onnx: OnnxEmbedder) -> None:
+    """``batch_workers`` batches run on as many threads at once; the rows still come back in
+    the input's order, with the vectors one batch at a time gives."""
+    assert onnx.path is not None
+    cache = Path(str(onnx.path)).parents[1]
+    serial = OnnxEmbedder(cache_dir=cache, batch_size=4, batch_workers=1)
+    wide = OnnxEmbedder(cache_dir=cache, batch_size=4, batch_workers=3)
+    session, tokens, manifest = wide._load()
+    threads: set[str] = set()
+
+    class Recording:  # the real session, noting which thread runs each batch
+        def get_inputs(self):  # type: ignore[no-untyped-def]
+            return session.get_inputs()
+
+        def run(self, *args):  # type: ignore[no-untyped-def]
+            threads.add(threading.current_thread().name)
+            return session.run(*args)
+
+    wide._state = (Recording(), tokens, manifest)
+    texts = [TEXTS[i % len(TEXTS)] + f" ({i})" for i in range(40)]
+    got = wide.embed_documents(texts)
+    assert np.allclose(got, serial.embed_documents(texts), atol=1e-5)
+    assert len(threads) == 3 and all(t.startswith("mnemonia-embed") for t in threads)
+    # a list shorter than a batch is still spread over the workers; a query is one run
+    threads.clear()
+    assert np.allclose(wide.embed_documents(TEXTS[:2]), serial.embed_documents(TEXTS[:2]),
+                       atol=1e-5)
+    assert len(threads) == 2
+    threads.clear()
+    wide.embed_query(TEXTS[0])
+    assert threads == {threading.current_thread().name}
+
+
 def test_int8_variant_is_close_and_made_from_the_float_file(
         onnx_int8: OnnxEmbedder, real_embedder) -> None:  # type: ignore[no-untyped-def]
     assert onnx_int8.exported == ["int8"]  # the float export was reused
@@ -149,6 +183,7 @@ def test_a_damaged_cache_is_exported_again(onnx: OnnxEmbedder, tmp_path: Path,
 
 _EXPORT = """
 import sys
+import threading
 from mnemonia.embeddings.onnx import OnnxEmbedder
 emb = OnnxEmbedder(cache_dir=sys.argv[1])
 vec = emb.embed_query("two processes, one cache")
