@@ -545,10 +545,20 @@ class SqliteDialect(Dialect):
                             (match, tenant, *params, *extra, limit), named=True)
 
 
+SQLITE_MMAP_BYTES = 1 << 30
+"""How much of an SQLite store each connection reads through a memory map (``PRAGMA
+mmap_size``) rather than by copying pages into its own 2 MB cache. Recall's reads of a cold
+store (200 new queries right after opening, 2026-11-29, pairs of runs): at 10k memories
+(82 MB file) p50 18.08 / 17.55 -> 17.32 / 16.51 ms; at 100k (900 MB) the candidate rows
+1.85 / 1.62 -> 1.57 / 1.45 ms and the spreading edges 0.93 / 0.84 -> 0.76 / 0.69 ms a recall.
+Writes still go through the file (SQLite maps read-only); pages are the OS page cache's."""
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
     cur.close()
