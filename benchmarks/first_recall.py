@@ -1,8 +1,8 @@
 """The first recalls of small tenants in one process, on an embedded store kept by
 ``scale.py --tenants N --per-tenant M --keep``: each of the first ``--tenants`` tenants is
 asked ``--per`` new queries in a row, and the p50 / mean latency is printed per position in
-that row (the 1st recall of a tenant reads it whole: its exact-search mirror and, under
-``WHOLE_TENANT_LINKS``, every link recall keeps). The hits are written (``--out``) so that two
+that row (the 1st recall of a tenant reads its exact-search mirror whole; the links recall
+keeps are read as recall reaches them). The hits are written (``--out``) so that two
 revisions compare on one store (``--compare``); ``--profile`` prints where the first recalls
 spend their time (cProfile, cumulative: inflates the Python-heavy steps).
 

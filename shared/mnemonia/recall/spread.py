@@ -8,7 +8,6 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from mnemonia.recall.run import RecallRun
-from mnemonia.recall.tenant import whole_tenant
 from mnemonia.scoring import activation as act
 
 __all__ = ["EDGES_PER_SOURCE", "spread"]
@@ -77,7 +76,6 @@ class _Spreader:
             return {m: tuple(e for _, e in sorted(out, key=lambda x: x[0]))
                     for m, out in got.items()}
 
-        whole_tenant(self.rt, self.conn, self.req.tenant, "spread", read)
         return self.rt.caches.links_of(self.req.tenant, "spread", frontier, read)
 
     def _choose(self, lists: Mapping[str, tuple[Any, ...]], level: Mapping[str, float]

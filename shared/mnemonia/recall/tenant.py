@@ -6,7 +6,7 @@ them. The steps of the pipeline share these reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,15 +17,9 @@ from mnemonia.ranking import use_record
 from mnemonia.runtime import Runtime
 from mnemonia.store.database import Connection
 
-__all__ = ["HIDDEN_RELATIONS", "WHOLE_TENANT_LINKS", "cue_index", "entity_index",
-           "hidden_links", "query_vector", "session_neighbours", "tenant_size", "whole_tenant"]
+__all__ = ["HIDDEN_RELATIONS", "cue_index", "entity_index", "hidden_links", "query_vector",
+           "session_neighbours", "tenant_size"]
 
-WHOLE_TENANT_LINKS = 2_000
-"""A tenant with at most this many active memories has each kind of link recall keeps
-(``follows``, what spreading follows, contradictions and supersessions) read for all its
-memories at once when recall first needs that kind: one read, where a first pass over the
-tenant's questions read them a few memories at a time on every recall. A larger tenant's are
-read as recall reaches them."""
 HIDDEN_RELATIONS = ("contradicts", "supersedes")
 """Relations a hit reports (its contradictions and supersession links)."""
 
@@ -88,18 +82,6 @@ def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:
     return idx
 
 
-def whole_tenant(rt: Runtime, conn: Connection, tenant: str, kind: str,
-                  read: Callable[[list[str]], Mapping[str, tuple[Any, ...]]]) -> None:
-    """Keep the links of ``kind`` of every active memory of a small tenant
-    (:data:`WHOLE_TENANT_LINKS`) when none are kept yet; ``read`` as for
-    :meth:`RecallCache.links_of`."""
-    if rt.caches.kept_links(tenant, kind) or tenant_size(rt, conn, tenant) > WHOLE_TENANT_LINKS:
-        return
-    ids = [r[0] for r in rt.sql.memories.active_rows(conn, tenant, ["id"])]
-    if ids:
-        rt.caches.links_of(tenant, kind, ids, read)
-
-
 def session_neighbours(rt: Runtime, conn: Connection, tenant: str, ids: set[str],
                          window: int, rows: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """``{id: memories at most window turns before or after it}`` along ``follows``. Each
@@ -140,7 +122,6 @@ def session_neighbours(rt: Runtime, conn: Connection, tenant: str, ids: set[str]
     alone = {m for m in ids if m in rows and not getattr(rows[m], "has_edges", True)}
     out: dict[str, tuple[str, ...]] = dict.fromkeys(alone, ())
     if len(alone) < len(ids):
-        whole_tenant(rt, conn, tenant, "follows", read)
         # (a neighbourhood spans several memories' links: any write of the tenant's relations
         # drops every kept one, see RecallCache.changing)
         out.update(rt.caches.links_of(tenant, f"{NEAR_LINKS}{window}", ids - alone, near))
@@ -166,5 +147,4 @@ def hidden_links(rt: Runtime, conn: Connection, tenant: str, ids: list[str]
 
     if not ids:
         return {}
-    whole_tenant(rt, conn, tenant, "hidden", read)
     return rt.caches.links_of(tenant, "hidden", ids, read)
