@@ -106,8 +106,9 @@ def test_embed_documents_keeps_the_input_order(onnx: OnnxEmbedder) -> None:
 
 
 def test_batches_embedded_at_once_keep_the_order(onnx: OnnxEmbedder) -> None:
-    """``batch_workers`` batches run on as many threads at once; the rows still come back in
-    the input's order, with the vectors one batch at a time gives."""
+    """``batch_workers`` batches run at once, on the calling thread and one thread per other
+    worker; the rows still come back in the input's order, with the vectors one batch at a
+    time gives. A failing batch's error reaches the caller."""
     assert onnx.path is not None
     cache = Path(str(onnx.path)).parents[1]
     serial = OnnxEmbedder(cache_dir=cache, batch_size=4, batch_workers=1)
@@ -127,15 +128,26 @@ def test_batches_embedded_at_once_keep_the_order(onnx: OnnxEmbedder) -> None:
     texts = [TEXTS[i % len(TEXTS)] + f" ({i})" for i in range(40)]
     got = wide.embed_documents(texts)
     assert np.allclose(got, serial.embed_documents(texts), atol=1e-5)
-    assert len(threads) == 3 and all(t.startswith("mnemonia-embed") for t in threads)
+    caller = threading.current_thread().name
+    assert threads == {caller, "mnemonia-embed-1", "mnemonia-embed-2"}
     # a list shorter than a batch is still spread over the workers; a query is one run
     threads.clear()
     assert np.allclose(wide.embed_documents(TEXTS[:2]), serial.embed_documents(TEXTS[:2]),
                        atol=1e-5)
-    assert len(threads) == 2
+    assert threads == {caller, "mnemonia-embed-1"}
     threads.clear()
     wide.embed_query(TEXTS[0])
-    assert threads == {threading.current_thread().name}
+    assert threads == {caller}
+
+    class Failing(Recording):
+        def run(self, *args):  # type: ignore[no-untyped-def]
+            if threading.current_thread().name != caller:
+                raise RuntimeError("a helper's batch failed")
+            return session.run(*args)
+
+    wide._state = (Failing(), tokens, manifest)
+    with pytest.raises(RuntimeError, match="a helper's batch failed"):
+        wide.embed_documents(texts)
 
 
 def test_int8_variant_is_close_and_made_from_the_float_file(

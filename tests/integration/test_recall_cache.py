@@ -110,8 +110,11 @@ def test_a_relation_write_drops_the_kept_links_it_touches_before_its_commit(
     their kept links go at once (and again once the write's scope ends); the others stay."""
     ids = _seed(engine)
     caches = engine.runtime.caches
+    # recall keeps the links of the memories it reached (a1 and a3 spread); a2 has none yet
+    caches.links_of("a", "spread", [ids["a1"], ids["a2"], ids["a3"]],
+                    lambda ask: {m: () for m in ask})
     everyone = set(caches.kept_links("a", "spread"))
-    assert {ids["a1"], ids["a2"]} <= everyone
+    assert {ids["a1"], ids["a2"], ids["a3"]} <= everyone
     rt = engine.runtime
     with rt.writing(Changes(tenant="a", memories=True)) as conn:
         rt.sql.graph.insert_edges(conn, "a", {(ids["a1"], ids["a2"], "causes"): 0.5}, 0.0)

@@ -28,7 +28,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,8 +218,8 @@ def _run(session: Any, tokens: _Tokens, texts: Sequence[str], batch_size: int,
          workers: int = 1) -> np.ndarray:
     """Vectors of ``texts`` in their order, computed in batches of similar token counts (a
     short text never waits on a long one's padding); with ``workers`` > 1 that many batches
-    run at once (ONNX Runtime runs a session from several threads, and lets go of the GIL),
-    the texts spread over at least ``workers`` batches."""
+    run at once, each worker on its own thread (ONNX Runtime runs a session from several
+    threads and lets go of the GIL), the texts spread over at least ``workers`` batches."""
     if not texts:
         raise MnemoniaError("no texts to embed")
     names = [i.name for i in session.get_inputs()]
@@ -232,15 +231,31 @@ def _run(session: Any, tokens: _Tokens, texts: Sequence[str], batch_size: int,
     def one(idx: list[int]) -> tuple[list[int], np.ndarray]:
         return idx, session.run(None, tokens.feeds([rows[i] for i in idx], names))[0]
 
-    if workers > 1 and len(batches) > 1:
-        with ThreadPoolExecutor(min(workers, len(batches)),
-                                thread_name_prefix="mnemonia-embed") as pool:
-            done = list(pool.map(one, batches))
-    else:
-        done = [one(idx) for idx in batches]
-    out = np.empty((len(rows), done[0][1].shape[1]), dtype=np.float32)
-    for idx, vecs in done:
-        out[idx] = vecs
+    # batch i goes to worker i % workers (the batches are sorted by length, so each worker
+    # gets a like share); worker 0 is the calling thread, each other one a thread of its own
+    groups = [batches[w::workers] for w in range(min(workers, len(batches)))]
+    done: list[list[tuple[list[int], np.ndarray]]] = [[] for _ in groups]
+    failed: list[BaseException] = []
+
+    def work(w: int) -> None:
+        try:
+            done[w] = [one(idx) for idx in groups[w]]
+        except BaseException as e:  # raised again on the calling thread
+            failed.append(e)
+
+    helpers = [threading.Thread(target=work, args=(w,), name=f"mnemonia-embed-{w}", daemon=True)
+               for w in range(1, len(groups))]
+    for t in helpers:
+        t.start()
+    work(0)
+    for t in helpers:
+        t.join()
+    if failed:
+        raise failed[0]
+    out = np.empty((len(rows), done[0][0][1].shape[1]), dtype=np.float32)
+    for part in done:
+        for idx, vecs in part:
+            out[idx] = vecs
     return out
 
 
