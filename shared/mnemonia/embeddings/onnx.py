@@ -228,23 +228,21 @@ def _run(session: Any, tokens: _Tokens, texts: Sequence[str], batch_size: int,
     size = max(1, min(batch_size, -(-len(order) // workers)))
     batches = [order[start:start + size] for start in range(0, len(order), size)]
 
-    def one(idx: list[int]) -> tuple[list[int], np.ndarray]:
-        return idx, session.run(None, tokens.feeds([rows[i] for i in idx], names))[0]
-
     # batch i goes to worker i % workers (the batches are sorted by length, so each worker
     # gets a like share); worker 0 is the calling thread, each other one a thread of its own
-    groups = [batches[w::workers] for w in range(min(workers, len(batches)))]
-    done: list[list[tuple[list[int], np.ndarray]]] = [[] for _ in groups]
+    vectors: list[Any] = [None] * len(batches)
     failed: list[BaseException] = []
 
     def work(w: int) -> None:
         try:
-            done[w] = [one(idx) for idx in groups[w]]
+            for i in range(w, len(batches), workers):
+                vectors[i] = session.run(None, tokens.feeds([rows[j] for j in batches[i]],
+                                                            names))[0]
         except BaseException as e:  # raised again on the calling thread
             failed.append(e)
 
     helpers = [threading.Thread(target=work, args=(w,), name=f"mnemonia-embed-{w}", daemon=True)
-               for w in range(1, len(groups))]
+               for w in range(1, min(workers, len(batches)))]
     for t in helpers:
         t.start()
     work(0)
@@ -252,10 +250,9 @@ def _run(session: Any, tokens: _Tokens, texts: Sequence[str], batch_size: int,
         t.join()
     if failed:
         raise failed[0]
-    out = np.empty((len(rows), done[0][0][1].shape[1]), dtype=np.float32)
-    for part in done:
-        for idx, vecs in part:
-            out[idx] = vecs
+    out = np.empty((len(rows), vectors[0].shape[1]), dtype=np.float32)
+    for idx, vecs in zip(batches, vectors, strict=True):
+        out[idx] = vecs
     return out
 
 
