@@ -10,9 +10,12 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
+from mnemonia.store import dialect
 from mnemonia.store.rowcache import RowCache
+from mnemonia.store.schema import keyword_terms, tenant_token
 
 from tests.integration.test_exact_search import FACTS as EXACT_SEARCH_FACTS
 
@@ -39,16 +42,17 @@ def test_a_read_that_overlaps_a_write_keeps_nothing() -> None:
     assert len(cache) == 0
 
     cache.write_begins()
-    assert cache.reading() is None  # a read while a write is open keeps nothing
     since = cache.reading()
-    cache.keep({"a": object()}, since)
-    cache.write_ends(["a"])
+    cache.keep({"a": object()}, since)  # kept while a write of unknown rows is open: refused
+    assert len(cache) == 0
+    cache.write_ends(None)
+    cache.keep({"a": object()}, since)  # and after it ended
     assert len(cache) == 0
 
     since = cache.reading()
     cache.keep({"a": object(), "b": object(), "c": object()}, since)
     assert len(cache) == 3
-    cache.write_begins()
+    cache.write_begins(["a"])
     cache.write_ends(["a"])  # a write that names its rows drops only those
     assert cache.get(["a", "b", "c"])[1] == ["a"]
     cache.write_begins()
@@ -56,16 +60,85 @@ def test_a_read_that_overlaps_a_write_keeps_nothing() -> None:
     assert len(cache) == 0
 
 
+def test_a_write_that_names_its_rows_keeps_only_those_of_an_overlapping_read() -> None:
+    cache = RowCache()
+    # a read that began while a write naming "a" was open: "a" may be older than the
+    # commit, "b" cannot be
+    cache.write_begins(["a"])
+    since = cache.reading()
+    assert since is not None
+    cache.keep({"a": 1, "b": 2}, since)
+    assert cache.get(["a", "b"]) == ({"b": 2}, ["a"])
+    cache.write_ends(["a"])
+    cache.keep({"a": 1}, since)  # the same read, kept after the commit: still refused
+    assert cache.get(["a"])[1] == ["a"]
+    # a write naming "c" that began and ended while a read ran
+    since = cache.reading()
+    cache.write_begins(["c"])
+    cache.write_ends(["c"])
+    cache.keep({"c": 3, "d": 4}, since)
+    assert cache.get(["c", "d"]) == ({"d": 4}, ["c"])
+    # a read that began after that write ended keeps "c"
+    cache.keep({"c": 5}, cache.reading())
+    assert cache.get(["c"])[0] == {"c": 5}
+    # two writes naming "e": the row stays unkept until both have ended
+    cache.write_begins(["e"])
+    cache.write_begins(["e"])
+    cache.write_ends(["e"])
+    cache.keep({"e": 6}, cache.reading())
+    assert cache.get(["e"])[1] == ["e"]
+    cache.write_ends(["e"])
+    cache.keep({"e": 7}, cache.reading())
+    assert cache.get(["e"])[0] == {"e": 7}
+
+
+def test_a_write_whose_changes_were_recorded_drops_only_those() -> None:
+    cache = RowCache()
+    cache.keep({"a": 1, "b": 2, "c": 3}, cache.reading())
+    cache.keep_docs({"t:cat": 2, "t:dog": 1}, cache.reading())
+    cache.write_begins()
+    since = cache.reading()  # a read beside the write
+    cache.keep({"d": 4}, since)  # kept while it is open: refused (what it changes is not known)
+    assert cache.get(["d"])[1] == ["d"]
+    cache.write_ends(changed=["b", "d"], terms=["t:cat"])
+    assert cache.get(["a", "b", "c"]) == ({"a": 1, "c": 3}, ["b"])
+    assert cache.docs(["t:cat", "t:dog"]) == ({"t:dog": 1}, ["t:cat"])
+    # the read that ran beside it keeps what the write did not change, not what it did
+    cache.keep({"d": 4, "e": 5}, since)
+    cache.keep_docs({"t:cat": 2, "t:eel": 0}, since)
+    assert cache.get(["d", "e"]) == ({"e": 5}, ["d"])
+    assert cache.docs(["t:cat", "t:eel"]) == ({"t:eel": 0}, ["t:cat"])
+    cache.keep({"d": 6}, cache.reading())  # a read begun after it keeps "d"
+    assert cache.get(["d"])[0] == {"d": 6}
+
+
+def test_what_the_writes_named_is_forgotten_past_the_limit_without_keeping_an_old_row() -> None:
+    cache = RowCache(limit=2)
+    since = cache.reading()
+    for mid in ("x", "y", "z"):  # past the limit: the names written start again
+        cache.write_begins([mid])
+        cache.write_ends([mid])
+    cache.keep({"x": 1}, since)  # a read begun before that: nothing kept
+    assert len(cache) == 0
+    cache.keep({"x": 2}, cache.reading())
+    assert cache.get(["x"])[0] == {"x": 2}
+
+
 def test_document_counts_go_with_any_write_but_a_recalls_accesses() -> None:
     cache = RowCache()
     cache.keep_docs({"t:zebra": 0, "t:cat": 2}, cache.reading())
     assert cache.docs(["t:zebra", "t:cat", "t:dog"]) == ({"t:zebra": 0, "t:cat": 2}, ["t:dog"])
-    cache.write_begins()
+    cache.write_begins(["m1"])
     cache.write_ends(["m1"])  # a recall's accesses change no text: the counts stay
     assert cache.docs(["t:cat"])[0] == {"t:cat": 2}
     since = cache.reading()
+    cache.write_begins(["m2"])
+    cache.keep_docs({"t:dog": 1}, since)  # across a write naming its rows: kept
+    cache.write_ends(["m2"])
+    assert cache.docs(["t:dog"])[0] == {"t:dog": 1}
+    since = cache.reading()
     cache.write_begins()
-    cache.keep_docs({"t:dog": 1}, since)  # read across a write: not kept
+    cache.keep_docs({"t:eel": 1}, since)  # read across any other write: not kept
     cache.write_ends(None)
     assert cache.docs(["t:zebra", "t:cat", "t:dog"]) == ({}, ["t:zebra", "t:cat", "t:dog"])
 
@@ -133,6 +206,53 @@ def test_recall_sees_every_write_after_rows_were_kept(tmp_path: Path) -> None:
         assert _hit(engine, "what is the office cat called", cat) is None
         assert _hit(engine, "what is the office cat called", cat,
                     include_superseded=True).memory.superseded_by == newer
+
+
+def test_a_write_drops_only_the_rows_and_counts_it_changed(tmp_path: Path) -> None:
+    with _open(tmp_path / "s", ManualClock(START)) as engine:
+        ids = [engine.add(f, tenant="t").id for f in FACTS]
+        cache = engine.sql.db.row_cache
+        assert cache is not None
+        token = tenant_token("t")
+        zebra, cat = (keyword_terms(w, token)[0] for w in ("zebra", "cat"))
+
+        def read() -> set[str]:  # every row and two counts read as recall reads them; kept
+            with engine.runtime.reading() as conn:
+                engine.sql.memories.rows(conn, "t", ids, edges=True, kept=True)
+                engine.sql.keywords.term_docs(conn, "t", ["zebra", "cat"], kept=True)
+            return set(cache.get(ids)[0])
+
+        assert read() == set(ids) and cache.docs([zebra, cat])[1] == []
+        engine.relate(ids[0], ids[1], "related_to", tenant="t")  # both ends' has_edges
+        assert set(cache.get(ids)[0]) == set(ids[2:])
+        assert read() == set(ids)
+        engine.pin(ids[2], tenant="t")
+        assert set(cache.get(ids)[0]) == set(ids) - {ids[2]}
+        read()
+        engine.add("A zebra escaped from the city zoo", tenant="t")  # a new word's count
+        assert set(cache.get(ids)[0]) == set(ids)
+        assert cache.docs([zebra, cat]) == ({cat: 1}, [zebra])
+        read()
+        engine.forget(ids[3], tenant="t", hard=True)  # its row, its relations, its counts
+        assert set(cache.get(ids)[0]) == set(ids) - {ids[3]}
+        assert cache.docs([zebra, cat])[0] == {zebra: 1, cat: 1}
+
+
+def test_a_write_that_changed_many_rows_drops_every_kept_row(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    monkeypatch.setattr(dialect, "CHANGED_KEYS", 3)
+    with _open(tmp_path / "s", ManualClock(START)) as engine:
+        ids = [engine.add(f, tenant="t").id for f in FACTS]
+        cache = engine.sql.db.row_cache
+        assert cache is not None
+        with engine.runtime.reading() as conn:
+            engine.sql.memories.rows(conn, "t", ids, edges=True, kept=True)
+        assert len(cache) == len(ids)
+        engine.relate(ids[0], ids[1], "related_to", tenant="t")  # 2 rows: those dropped
+        assert len(cache) == len(ids) - 2
+        engine.add("A zebra escaped from the city zoo", tenant="t")  # more than 3 keys
+        assert len(cache) == 0
 
 
 def test_recall_beside_writes_on_another_thread_never_sees_an_old_row(tmp_path: Path) -> None:

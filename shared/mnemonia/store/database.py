@@ -233,19 +233,30 @@ class Database:
         self._local.depth = getattr(self._local, "depth", 0) + 1
         cache = self.row_cache if transaction else None
         if cache is not None:
-            cache.write_begins()
+            cache.write_begins(changes)
             self._local.writing = getattr(self._local, "writing", 0) + 1
         try:
             with conn:
                 if transaction:
+                    # a write that does not name its rows has them recorded as it writes
+                    recorded = cache is not None and changes is None \
+                        and self.dialect.track_changes(conn)
+                    found: tuple[list[str], list[str]] | None = None  # (None: any)
                     try:
                         with conn.begin():
                             yield conn
                             self.check_file()  # the last moment before the commit
+                            if recorded:
+                                found = self.dialect.changed_keys(conn)
                     finally:
                         if cache is not None:  # committed or rolled back: nothing read now
-                            cache.write_ends(changes)  # is older than the store
-                            self._local.writing -= 1
+                            self._local.writing -= 1  # is older than the store
+                            if changes is not None:
+                                cache.write_ends(changes)
+                            elif found is not None:
+                                cache.write_ends(changed=found[0], terms=found[1])
+                            else:
+                                cache.write_ends()
                 else:
                     yield conn
         except sa.exc.DBAPIError as e:

@@ -41,11 +41,16 @@ from mnemonia.store.statements import (
 )
 from mnemonia.validation import row_embed_text
 
-__all__ = ["INCOMING_PARTS", "MIGRATION_LOCK", "STATISTICS_PAGES", "Dialect", "JsonFilter",
-           "PostgresDialect", "Reader", "SqliteDialect", "dialect_of", "engine_options"]
+__all__ = ["CHANGED_KEYS", "INCOMING_PARTS", "MIGRATION_LOCK", "STATISTICS_PAGES", "Dialect",
+           "JsonFilter", "PostgresDialect", "Reader", "SqliteDialect", "dialect_of",
+           "engine_options"]
 
 MIGRATION_LOCK = 7_316_402_913
 """The PostgreSQL advisory lock key the migrations run under (one process at a time)."""
+CHANGED_KEYS = 20_000
+"""A write that changed more memory rows and keyword counts than this (an import, a large
+``add_many``) is taken to have changed any: the rows kept for recall are dropped at once
+rather than one by one (:meth:`Dialect.changed_keys`)."""
 INCOMING_PARTS = 300
 """Index ranges (target, type) read by one statement of :meth:`Dialect.strongest_incoming`."""
 
@@ -119,6 +124,20 @@ class Dialect:
 
     def start_snapshot(self, conn: Connection) -> None:
         """Take the snapshot of the transaction just begun on ``conn``."""
+
+    # -- what a write changed --------------------------------------------------------------------
+    def track_changes(self, conn: Connection) -> bool:
+        """Record from now on which memory rows and keyword counts the transactions on
+        ``conn`` change (:meth:`changed_keys`); whether this dialect can (not here)."""
+        return False
+
+    def changed_keys(self, conn: Connection) -> tuple[list[str], list[str]] | None:
+        """``(memory ids, keyword_df terms)`` the transaction under way on ``conn`` changed
+        since :meth:`track_changes` (a memory's row, a relation starting or ending at it, a
+        term's document count), then forgotten; ``None`` when they are more than
+        :data:`CHANGED_KEYS` (a bulk write: as if it could have changed anything). Only
+        where :meth:`track_changes` said yes."""
+        raise NotImplementedError(f"{self.name} records no changes")
 
     # -- statements ----------------------------------------------------------------------------
     def insert_or_ignore(self, table: sa.Table) -> Any:
@@ -392,6 +411,25 @@ class SqliteDialect(Dialect):
     def prepare(self, engine: Engine) -> None:
         sa.event.listen(engine, "connect", _sqlite_pragmas)
 
+    def track_changes(self, conn: Connection) -> bool:
+        info = conn.info
+        if not info.get(_TRACKING):
+            for statement in _CHANGE_TRIGGERS:  # once per connection, committed on its own
+                conn.exec_driver_sql(statement)
+            conn.commit()
+            info[_TRACKING] = True
+        return True
+
+    def changed_keys(self, conn: Connection) -> tuple[list[str], list[str]] | None:
+        found = conn.exec_driver_sql("SELECT DISTINCT kind, key FROM temp.mnemonia_changed "
+                                     "LIMIT ?", (CHANGED_KEYS + 1,)).fetchall()
+        if not found:
+            return [], []
+        conn.exec_driver_sql("DELETE FROM temp.mnemonia_changed")
+        if len(found) > CHANGED_KEYS:
+            return None
+        return [k for kind, k in found if kind == 0], [k for kind, k in found if kind == 1]
+
     def unanswered(self, exc: BaseException, dbapi: Any) -> bool:
         kinds = (sa.exc.OperationalError, dbapi.OperationalError)
         # a local file: only a lock held too long
@@ -552,6 +590,30 @@ store (200 new queries right after opening, 2026-11-29, pairs of runs): at 10k m
 (82 MB file) p50 18.08 / 17.55 -> 17.32 / 16.51 ms; at 100k (900 MB) the candidate rows
 1.85 / 1.62 -> 1.57 / 1.45 ms and the spreading edges 0.93 / 0.84 -> 0.76 / 0.69 ms a recall.
 Writes still go through the file (SQLite maps read-only); pages are the OS page cache's."""
+
+
+_TRACKING = "mnemonia_tracks_changes"
+"""The key in a connection's ``info`` saying its change triggers exist."""
+
+
+def _change_triggers() -> tuple[str, ...]:
+    """A temporary table and the temporary triggers (of one connection) that record which
+    memory rows (kind 0) and keyword counts (kind 1) its writes change: a row of
+    ``memories``, a relation (both its ends: their ``has_edges``), a row of ``keyword_df``."""
+    watched = (("memories", 0, ("id",)), ("relations", 0, ("src", "dst")),
+               ("keyword_df", 1, ("term",)))
+    out = ["CREATE TEMP TABLE IF NOT EXISTS mnemonia_changed (kind INTEGER NOT NULL, "
+           "key TEXT NOT NULL)"]
+    for table, kind, columns in watched:
+        for op, rows in (("INSERT", ("NEW",)), ("UPDATE", ("OLD", "NEW")), ("DELETE", ("OLD",))):
+            body = " ".join(f"INSERT INTO mnemonia_changed VALUES ({kind}, {row}.{column});"
+                            for row in rows for column in columns)
+            out.append(f"CREATE TEMP TRIGGER IF NOT EXISTS mnemonia_{table}_{op.lower()} "
+                       f"AFTER {op} ON main.{table} BEGIN {body} END")
+    return tuple(out)
+
+
+_CHANGE_TRIGGERS = _change_triggers()
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

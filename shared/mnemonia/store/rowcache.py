@@ -4,14 +4,25 @@ side-store with one writing process.
 Recall reads the rows of a few hundred candidates per call; on a tenant asked again and
 again most of them are the same rows, read again. An embedded store has one writing process
 (its folder lock), and every write of that process goes through a transaction of
-:class:`~mnemonia.store.database.Database`, so the process knows when rows can change:
+:class:`~mnemonia.store.database.Database`, so the process knows when rows can change. A
+write transaction is one of three kinds:
 
-- A write transaction that says which memory rows it changes (a recall's accesses: no text,
-  relation or keyword changes) drops those rows when it ends; any other write transaction
-  drops every row and every document count.
-- A read stores what it read only if no write transaction was open when it began and none
-  began or ended while it ran (:attr:`RowCache.generation` moves at both ends of every
-  write), so a row read before a commit is never kept after it.
+- **named**: it says before it begins which memory rows it changes, and changes no text,
+  relation or keyword count (a recall's accesses);
+- **recorded**: the database records the rows and counts it changes as it writes them
+  (SQLite: temporary triggers of its connection, :meth:`Dialect.changed_keys
+  <mnemonia.store.dialect.Dialect.changed_keys>`), and says so when it ends;
+- **unknown**: anything else (another database, or a bulk write that changed more than
+  :data:`~mnemonia.store.dialect.CHANGED_KEYS`); it may have changed any row and count.
+
+When a write ends, the rows and counts it changed are dropped (an unknown one: all of them).
+A read keeps what it read (:meth:`RowCache.keep`, from the :attr:`RowCache.generation` it
+began at) only if, when it is kept, no recorded or unknown write is open and no unknown one
+ended since the read began; and of the rows or counts a write changed, it keeps
+none that a named write still has open or that a write changed after the read began. So a
+row read before a commit is never kept after it, while a row no write touched stays kept
+through the writes beside it: recalls beside one another's accesses, beside a chat app's
+adds and beside the maintenance jobs keep what they read.
 
 A row handed out is the immutable row object of a read, so nothing a caller does changes
 what the next caller gets.
@@ -38,63 +49,117 @@ class RowCache:
         self._rows: dict[str, Any] = {}
         self._docs: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._writers = 0
+        self._writers = 0  # open writes that do not name their rows
+        self._wide = 0  # the generation the last unknown write ended at
+        self._open: dict[str, int] = {}  # rows that open named writes change (how many)
+        # row / count -> the generation a write that changed it ended at
+        self._changed: dict[str, int] = {}
+        self._changed_docs: dict[str, int] = {}
+        self._floor = 0  # reads begun before it keep nothing (``_changed`` started again then)
         self.generation = 0  # moves when a write transaction begins and when it ends
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def write_begins(self) -> None:
+    def write_begins(self, named: Collection[str] | None = None) -> None:
+        """A write transaction begins; ``named``: the only memory rows it changes, when it
+        says so (the same value goes to :meth:`write_ends`)."""
         with self._lock:
-            self._writers += 1
             self.generation += 1
+            if named is None:
+                self._writers += 1
+            else:
+                for mid in named:
+                    self._open[mid] = self._open.get(mid, 0) + 1
 
-    def write_ends(self, changed: Collection[str] | None) -> None:
-        """A write transaction ended (committed or not): drop the rows it may have changed
-        (``changed``: those memory ids; ``None``: any row)."""
+    def write_ends(self, named: Collection[str] | None = None, *,
+                   changed: Collection[str] | None = None, terms: Collection[str] = ()
+                   ) -> None:
+        """A write transaction ended (committed or not). ``named``: as given to
+        :meth:`write_begins`; else ``changed`` and ``terms``: the memory rows and keyword
+        counts it was recorded to change; neither: it may have changed any row and count."""
         with self._lock:
-            self._writers -= 1
             self.generation += 1
+            at = self.generation
+            if named is not None:
+                self._drop(named, (), at)
+                for mid in named:
+                    left = self._open.get(mid, 0) - 1
+                    if left > 0:
+                        self._open[mid] = left
+                    else:
+                        self._open.pop(mid, None)
+                return
+            self._writers -= 1
             if changed is None:
+                self._wide = at
                 self._rows.clear()
                 self._docs.clear()
-            else:
-                for mid in changed:
-                    self._rows.pop(mid, None)
+                return
+            self._drop(changed, terms, at)
 
-    def reading(self) -> int | None:
-        """The generation a read starts at, or ``None`` when a write is open (what is read
-        then is not kept)."""
+    def reading(self) -> int:
+        """The generation a read starts at (hand it to :meth:`keep`)."""
         with self._lock:
-            return None if self._writers else self.generation
+            return self.generation
 
     def get(self, ids: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
         """``(kept rows by id, ids not kept)``."""
         return split_kept(self._rows, ids)
 
     def keep(self, rows: Mapping[str, Any], since: int | None) -> None:
-        """Keep ``rows``, read from generation ``since`` (see :meth:`reading`), unless a
-        write began or ended since."""
-        self._keep(self._rows, rows, since)
+        """Keep ``rows``, read from generation ``since`` (:meth:`reading`), as the module
+        says: nothing while a recorded or unknown write is open or when an unknown one
+        ended since; of the rest, the rows no named write has open and no write
+        changed since."""
+        if since is None or not rows:
+            return
+        with self._lock:
+            if not self._may_keep(since):
+                return
+            opened, changed = self._open, self._changed
+            self._put(self._rows, {mid: r for mid, r in rows.items()
+                                   if mid not in opened and changed.get(mid, since) <= since})
 
     def docs(self, terms: Iterable[str]) -> tuple[dict[str, int], list[str]]:
         """``(kept document counts by term, terms not kept)``."""
         return split_kept(self._docs, terms)
 
     def keep_docs(self, counts: Mapping[str, int], since: int | None) -> None:
-        """Keep document counts (0 for a term in no memory), as :meth:`keep`."""
-        self._keep(self._docs, counts, since)
-
-    def _keep(self, kept: dict[str, Any], values: Mapping[str, Any], since: int | None
-              ) -> None:
-        if since is None or not values:
+        """Keep document counts (0 for a term in no memory), as :meth:`keep` (a named write
+        changes no count)."""
+        if since is None or not counts:
             return
         with self._lock:
-            if self._writers or self.generation != since:
+            if not self._may_keep(since):
                 return
-            if len(kept) + len(values) > self._limit:
-                kept.clear()
-            kept.update(values)
+            changed = self._changed_docs
+            self._put(self._docs, {t: n for t, n in counts.items()
+                                   if changed.get(t, since) <= since})
+
+    # -- the lock held ---------------------------------------------------------------------
+    def _may_keep(self, since: int) -> bool:
+        return not self._writers and self._wide <= since and since >= self._floor
+
+    def _drop(self, rows: Iterable[str], terms: Iterable[str], at: int) -> None:
+        """Drop ``rows`` and the counts of ``terms``, changed by a write that ended at
+        generation ``at``."""
+        for kept, changed, keys in ((self._rows, self._changed, rows),
+                                    (self._docs, self._changed_docs, terms)):
+            for key in keys:
+                kept.pop(key, None)
+                changed[key] = at
+        if len(self._changed) + len(self._changed_docs) > self._limit:
+            self._changed.clear()  # what came before is forgotten: so are older reads
+            self._changed_docs.clear()
+            self._floor = at
+
+    def _put(self, kept: dict[str, Any], values: Mapping[str, Any]) -> None:
+        if not values:
+            return
+        if len(kept) + len(values) > self._limit:
+            kept.clear()
+        kept.update(values)
 
 
 def split_kept(kept: Mapping[str, Any], keys: Iterable[str]
