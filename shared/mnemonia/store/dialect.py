@@ -47,6 +47,12 @@ __all__ = ["CHANGED_KEYS", "INCOMING_PARTS", "MIGRATION_LOCK", "STATISTICS_PAGES
 
 MIGRATION_LOCK = 7_316_402_913
 """The PostgreSQL advisory lock key the migrations run under (one process at a time)."""
+SQLITE_POOL = 24
+"""SQLite connections kept open in the pool (as many more may open and close beyond it).
+SQLAlchemy keeps 5 by default: with 8 threads recalling (each with its helper reading the
+keyword side), 2 adding, the writer thread and the scheduler, most sessions opened a new
+connection (its pragmas, an empty page cache, the change triggers of its first write) and
+closed it after."""
 CHANGED_KEYS = 20_000
 """A write that changed more memory rows and keyword counts than this (an import, a large
 ``add_many``) is taken to have changed any: the rows kept for recall are dropped at once
@@ -67,8 +73,12 @@ class Reader(Protocol):
 def engine_options(url: str) -> dict[str, Any]:
     """``sqlalchemy.create_engine`` options for ``url`` (chosen before the engine exists)."""
     if url.startswith("sqlite"):
+        if ":memory:" in url:
+            return {"connect_args": {"check_same_thread": False, "timeout": 30},
+                    "poolclass": sa.pool.StaticPool}
         return {"connect_args": {"check_same_thread": False, "timeout": 30},
-                "poolclass": sa.pool.StaticPool if ":memory:" in url else sa.pool.QueuePool}
+                "poolclass": sa.pool.QueuePool, "pool_size": SQLITE_POOL,
+                "max_overflow": SQLITE_POOL}
     return {"pool_pre_ping": True}
 
 
