@@ -335,3 +335,34 @@ def test_an_embedded_store_is_read_through_a_memory_map(engine: MemoryEngine) ->
     with engine.sql.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA mmap_size").scalar_one() == SQLITE_MMAP_BYTES
     assert engine.recall("memory", tenant="t", k=1).memories[0].text == "a memory to read"
+
+
+def test_concurrent_sessions_reuse_the_pools_connections(engine: MemoryEngine) -> None:
+    """Threads reading at once keep their SQLite connections open between calls (each new
+    one costs its pragmas, an empty page cache and the change triggers of its first write):
+    a second burst of as many readers opens none."""
+    import threading
+
+    from mnemonia.store.dialect import SQLITE_POOL
+
+    engine.add("a memory to read", tenant="t")
+    opened: list[object] = []
+    sa.event.listen(engine.sql.db.engine, "connect", lambda conn, record: opened.append(conn))
+    readers = min(12, SQLITE_POOL)
+    barrier = threading.Barrier(readers)
+
+    def read() -> None:
+        with engine.sql.connect() as conn:
+            barrier.wait(10)  # all sessions open at once
+            conn.exec_driver_sql("SELECT count(*) FROM memories").scalar_one()
+
+    def burst() -> int:
+        threads = [threading.Thread(target=read) for _ in range(readers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        return len(opened)
+
+    first = burst()
+    assert first <= readers and burst() == first
