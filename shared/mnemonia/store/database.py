@@ -251,12 +251,8 @@ class Database:
                     finally:
                         if cache is not None:  # committed or rolled back: nothing read now
                             self._local.writing -= 1  # is older than the store
-                            if changes is not None:
-                                cache.write_ends(changes)
-                            elif found is not None:
-                                cache.write_ends(changed=found[0], terms=found[1])
-                            else:
-                                cache.write_ends()
+                            changed, terms = found if found is not None else (None, ())
+                            cache.write_ends(changes, changed=changed, terms=terms)
                 else:
                     yield conn
         except sa.exc.DBAPIError as e:

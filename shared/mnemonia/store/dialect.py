@@ -73,11 +73,10 @@ class Reader(Protocol):
 def engine_options(url: str) -> dict[str, Any]:
     """``sqlalchemy.create_engine`` options for ``url`` (chosen before the engine exists)."""
     if url.startswith("sqlite"):
+        options = {"connect_args": {"check_same_thread": False, "timeout": 30}}
         if ":memory:" in url:
-            return {"connect_args": {"check_same_thread": False, "timeout": 30},
-                    "poolclass": sa.pool.StaticPool}
-        return {"connect_args": {"check_same_thread": False, "timeout": 30},
-                "poolclass": sa.pool.QueuePool, "pool_size": SQLITE_POOL,
+            return {**options, "poolclass": sa.pool.StaticPool}
+        return {**options, "poolclass": sa.pool.QueuePool, "pool_size": SQLITE_POOL,
                 "max_overflow": SQLITE_POOL}
     return {"pool_pre_ping": True}
 

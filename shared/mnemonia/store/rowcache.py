@@ -112,14 +112,7 @@ class RowCache:
         says: nothing while a recorded or unknown write is open or when an unknown one
         ended since; of the rest, the rows no named write has open and no write
         changed since."""
-        if since is None or not rows:
-            return
-        with self._lock:
-            if not self._may_keep(since):
-                return
-            opened, changed = self._open, self._changed
-            self._put(self._rows, {mid: r for mid, r in rows.items()
-                                   if mid not in opened and changed.get(mid, since) <= since})
+        self._keep(self._rows, self._changed, rows, since, self._open)
 
     def docs(self, terms: Iterable[str]) -> tuple[dict[str, int], list[str]]:
         """``(kept document counts by term, terms not kept)``."""
@@ -128,19 +121,24 @@ class RowCache:
     def keep_docs(self, counts: Mapping[str, int], since: int | None) -> None:
         """Keep document counts (0 for a term in no memory), as :meth:`keep` (a named write
         changes no count)."""
-        if since is None or not counts:
+        self._keep(self._docs, self._changed_docs, counts, since, {})
+
+    def _keep(self, kept: dict[str, Any], changed: dict[str, int], values: Mapping[str, Any],
+              since: int | None, opened: Mapping[str, int]) -> None:
+        if since is None or not values:
             return
         with self._lock:
-            if not self._may_keep(since):
+            if self._writers or self._wide > since or since < self._floor:
                 return
-            changed = self._changed_docs
-            self._put(self._docs, {t: n for t, n in counts.items()
-                                   if changed.get(t, since) <= since})
+            fresh = {k: v for k, v in values.items()
+                     if k not in opened and changed.get(k, since) <= since}
+            if not fresh:
+                return
+            if len(kept) + len(fresh) > self._limit:
+                kept.clear()
+            kept.update(fresh)
 
     # -- the lock held ---------------------------------------------------------------------
-    def _may_keep(self, since: int) -> bool:
-        return not self._writers and self._wide <= since and since >= self._floor
-
     def _drop(self, rows: Iterable[str], terms: Iterable[str], at: int) -> None:
         """Drop ``rows`` and the counts of ``terms``, changed by a write that ended at
         generation ``at``."""
@@ -153,13 +151,6 @@ class RowCache:
             self._changed.clear()  # what came before is forgotten: so are older reads
             self._changed_docs.clear()
             self._floor = at
-
-    def _put(self, kept: dict[str, Any], values: Mapping[str, Any]) -> None:
-        if not values:
-            return
-        if len(kept) + len(values) > self._limit:
-            kept.clear()
-        kept.update(values)
 
 
 def split_kept(kept: Mapping[str, Any], keys: Iterable[str]
