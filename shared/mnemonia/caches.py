@@ -10,8 +10,12 @@ cue of a use reported later).
 Everything kept is read from the store; a write that changes what an index was built from
 drops it (it is built again on the next recall that needs it). A recall that read before a
 write must not keep what it built after the write dropped it: every drop moves the tenant's
-epoch, and an index is kept only if the epoch did not move since its reads began
-(:meth:`RecallCache.index_epoch`, :meth:`RecallCache.keep_index`).
+epoch, and an index is kept only if the epoch did not move since its reads began and no
+write of the tenant's memories is under way (:meth:`RecallCache.index_epoch`,
+:meth:`RecallCache.keep_index`). One write does not drop the entity index: an add that went
+through (:class:`Added`) leaves it kept and what it added pending, and the next recall
+counts that in (:meth:`RecallCache.entity_index`), so a recall after an add does not read
+the whole tenant's entity counts again.
 
 No service drops a cache by hand. A write's scope (``Runtime.writing``, ``exclusive``,
 ``changing``) names what the write changes (:class:`Changes`: a tenant's memories, its use
@@ -31,11 +35,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from mnemonia.embeddings import QueryCache
-from mnemonia.store.changes import Changes
+from mnemonia.store.changes import Added, Changes
 from mnemonia.store.rowcache import split_kept
 
-__all__ = ["KEPT_MEMORIES", "NEAR_LINKS", "RECENT_QUERIES", "Changes", "CueIndex", "EntityIndex",
-           "RecallCache", "TermIndex"]
+__all__ = ["KEPT_MEMORIES", "NEAR_LINKS", "RECENT_QUERIES", "Added", "Changes", "CueIndex",
+           "EntityIndex", "RecallCache", "TermIndex"]
 
 
 @dataclass
@@ -46,7 +50,7 @@ class EntityIndex:
     names: list[str]
     df: dict[str, int]
     matrix: np.ndarray | None
-    active: int | None = None  # active memories of the tenant, read once (recall's IDF)
+    active: int  # active memories of the tenant (recall's IDF)
     # first 3+ character word of a name -> (name, all its 3+ character words), built once
     by_word: dict[str, list[tuple[str, tuple[str, ...]]]] | None = None
 
@@ -116,6 +120,9 @@ class RecallCache:
         self._written: dict[str, set[str]] = {}  # tenant -> ids whose relations a write changes
         self._lock = threading.Lock()  # the index caches, their epochs, recent queries
         self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
+        self._under_way: dict[str, int] = {}  # tenant -> writes of its memories under way
+        # tenant -> what adds ended since its kept entity index was built, in their order
+        self._added: dict[str, list[Added]] = {}
 
     # -- keeping -----------------------------------------------------------------------------
     def index_epoch(self, tenant: str) -> int:
@@ -125,12 +132,31 @@ class RecallCache:
 
     def keep_index(self, cache: dict[str, _Index], tenant: str, index: _Index,
                    epoch: int) -> None:
-        """Cache ``index`` unless a write dropped the tenant's indexes since ``epoch``: its
-        reads may then predate that write (another thread's), so it serves only the recall
-        that built it and the next one builds afresh."""
+        """Cache ``index`` unless a write dropped the tenant's indexes since ``epoch``, or a
+        write of its memories is under way: its reads may then predate that write (another
+        thread's) or see it in part, so it serves only the recall that built it and the next
+        one builds afresh."""
         with self._lock:
-            if self._index_epochs.get(tenant, 0) == epoch:
+            if self._index_epochs.get(tenant, 0) == epoch and not self._under_way.get(tenant):
                 cache[tenant] = index
+                if cache is self.entity_indexes:
+                    self._added.pop(tenant, None)  # (it counts every add that ended)
+
+    def entity_index(self, tenant: str) -> tuple[EntityIndex | None, list[Added]]:
+        """The tenant's kept entity index (``None``: none), and what adds ended since it was
+        built (to count in, :meth:`keep_entity_index`)."""
+        with self._lock:
+            return self.entity_indexes.get(tenant), list(self._added.get(tenant, ()))
+
+    def keep_entity_index(self, tenant: str, built_on: EntityIndex, index: EntityIndex,
+                          added: int) -> None:
+        """Keep ``index``, the kept ``built_on`` with the first ``added`` pending adds counted
+        in, in its place (unless a write dropped ``built_on`` meanwhile; adds that ended
+        meanwhile stay pending)."""
+        with self._lock:
+            if self.entity_indexes.get(tenant) is built_on:
+                self.entity_indexes[tenant] = index
+                del self._added.get(tenant, [])[:added]
 
     def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
         """The links of ``kind`` kept for the tenant's memories (by memory id)."""
@@ -203,10 +229,29 @@ class RecallCache:
         if changes.words:
             self._forget_terms()
 
-    def changed(self, *changes: Changes) -> None:
+    def begins(self, *changes: Changes) -> None:
+        """Writes that will change ``changes`` begin (the runtime's write scopes, before their
+        lock): until they end (:meth:`changed`), no index of a tenant whose memories they
+        write is kept."""
+        with self._lock:
+            for c in changes:
+                if c.tenant is not None and c.memories:
+                    self._under_way[c.tenant] = self._under_way.get(c.tenant, 0) + 1
+
+    def changed(self, *changes: Changes, begun: Sequence[Changes] = ()) -> None:
         """Writes have ended (committed or rolled back): drop what each of ``changes`` made
-        stale. Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
+        stale (an add that went through, :class:`Added`, is counted into the kept entity
+        index by the next recall instead). ``begun``: what :meth:`begins` was told of them.
+        Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
         ``changing``) as they end; nothing else drops a cache."""
+        with self._lock:
+            for c in begun:
+                if c.tenant is not None and c.memories:
+                    left = self._under_way.get(c.tenant, 0) - 1
+                    if left > 0:
+                        self._under_way[c.tenant] = left
+                    else:
+                        self._under_way.pop(c.tenant, None)
         for c in changes:
             if c.words:
                 self._forget_terms()
@@ -214,6 +259,8 @@ class RecallCache:
                 continue
             if c.memories:
                 self._forget_entities(c.tenant)
+            elif c.added is not None:
+                self._count_in(c.tenant, c.added)
             if c.uses:
                 self._drop_index(self.cue_indexes, c.tenant)
             if c.relations:
@@ -237,6 +284,17 @@ class RecallCache:
         links of the memories whose relations were written since (:meth:`changing`)."""
         self._drop_index(self.entity_indexes, tenant)
         with self._lock:
+            self._added.pop(tenant, None)
+            self._drop_links(tenant, self._written.pop(tenant, set()))
+
+    def _count_in(self, tenant: str, added: Added) -> None:
+        """An add went through: the tenant's kept entity index stays, with ``added`` pending
+        (the epoch moves: an index whose reads overlapped the add is not kept), and the kept
+        links of the memories whose relations it wrote are dropped."""
+        with self._lock:
+            self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
+            if tenant in self.entity_indexes:
+                self._added.setdefault(tenant, []).append(added)
             self._drop_links(tenant, self._written.pop(tenant, set()))
 
     def _links_written(self, tenant: str, ids: Iterable[str]) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia import updates
-from mnemonia.caches import Changes
+from mnemonia.caches import Added, Changes
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
     InvalidInputError,
@@ -101,14 +101,18 @@ def add(rt: Runtime, tenant: str, items: list[PreparedMemory]) -> list[Memory]:
             # (only a cache was being filled: detection reads everything again and reports
             # a failing store itself)
             log.debug("update detection's read-ahead failed: %r", ahead.exception())
-    with rt.exclusive(Changes(tenant=tenant, memories=True)):
+    with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope:
         with rt.reading() as conn:
             clash = rt.sql.memories.existing_ids(conn, ids)
             found = {r.id: r for r in rt.sql.memories.full_rows(conn, clash)} if clash else {}
         done = _retried(rt, tenant, items, found)
         fresh = [p for p in items if p.id not in done]
         if fresh:
-            done.update((m.id, m) for m in _add_new(rt, tenant, fresh))
+            new = _add_new(rt, tenant, fresh)
+            done.update((m.id, m) for m in new)
+            if not found:  # only new memories (a retry may have finished an older write)
+                scope.narrow(Changes(tenant=tenant, added=Added(
+                    len(new), tuple(e for m in new for e in sorted(set(m.entities))))))
     return [done[i] for i in ids]
 
 

@@ -33,7 +33,7 @@ from mnemonia.store.lease import WriterLease, new_holder
 from mnemonia.store.repository import SideStore
 from mnemonia.store.vectors import VectorCollection, VectorIndex
 
-__all__ = ["Runtime", "StoreLock", "Summariser", "store_folder", "store_folders"]
+__all__ = ["Runtime", "StoreLock", "Summariser", "WriteScope", "store_folder", "store_folders"]
 
 Summariser = Callable[[list[str]], str]
 """``texts -> text``: writes a concept's text in consolidation (e.g. an LLM)."""
@@ -117,6 +117,24 @@ def _make_folder(path: Any) -> Path:
     if not folder.is_dir():
         raise InvalidInputError(f"path={str(path)!r} is not a folder")
     return folder
+
+
+class WriteScope:
+    """A write scope's declared changes (:meth:`Runtime.changing`), which the write may
+    narrow once it knows what it wrote."""
+
+    def __init__(self, declared: Sequence[Changes]) -> None:
+        self.declared = tuple(declared)
+        self.narrowed: tuple[Changes, ...] | None = None
+
+    def narrow(self, *changes: Changes) -> None:
+        """What the write changed, if it goes through (instead of the declared changes),
+        each of the tenant of a declared one."""
+        tenants = {c.tenant for c in self.declared}
+        stray = [c.tenant for c in changes if c.tenant not in tenants]
+        if stray:
+            raise ValueError(f"narrowed to tenant {stray[0]!r}, not declared by the scope")
+        self.narrowed = changes
 
 
 class Runtime:
@@ -205,23 +223,29 @@ class Runtime:
         return self.clock.now()  # type: ignore[no-any-return]
 
     @contextmanager
-    def changing(self, *changes: Changes) -> Iterator[None]:
+    def changing(self, *changes: Changes) -> Iterator[WriteScope]:
         """A write (of one or more steps) that changes what ``changes`` says: when it ends,
-        committed or not, recall's caches drop what it made stale. The one place they learn
-        of a finished write; the store's write methods report, as they write, what only they
-        know (:meth:`~mnemonia.store.database.Database.report`). Takes no lock: see
+        committed or not, recall's caches drop what it made stale (what the write narrowed
+        it to, :meth:`WriteScope.narrow`, if it went through). The one place they learn of a
+        write; the store's write methods report, as they write, what only they know
+        (:meth:`~mnemonia.store.database.Database.report`). Takes no lock: see
         :meth:`exclusive` and :meth:`writing`."""
+        scope = WriteScope(changes)
+        self.caches.begins(*changes)
+        went_through = False
         try:
-            yield
+            yield scope
+            went_through = True
         finally:
-            self.caches.changed(*changes)
+            ended = scope.narrowed if went_through and scope.narrowed is not None else changes
+            self.caches.changed(*ended, begun=changes)
 
     @contextmanager
-    def exclusive(self, *changes: Changes) -> Iterator[None]:
+    def exclusive(self, *changes: Changes) -> Iterator[WriteScope]:
         """The write lock alone, for a write that spans several transactions (``changes``:
         what it changes, as in :meth:`changing`)."""
-        with self.changing(*changes), self._lock:
-            yield
+        with self.changing(*changes) as scope, self._lock:
+            yield scope
 
     @contextmanager
     def writing(self, *changes: Changes) -> Iterator[Connection]:

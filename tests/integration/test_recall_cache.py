@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from mnemonia import MemoryEngine
 from mnemonia.caches import Changes, RecallCache
+from mnemonia.errors import StoreError
 
 CORE = Path(__file__).resolve().parents[2] / "shared" / "mnemonia"
 
@@ -47,18 +50,101 @@ def test_the_runtime_holds_recall_caches_in_one_attribute(engine: MemoryEngine) 
         assert not hasattr(engine.runtime, name), name
 
 
-def test_an_add_drops_its_tenants_entity_index_and_no_other(engine: MemoryEngine) -> None:
+def _fresh_entity_index(engine: MemoryEngine, tenant: str) -> tuple[list[str], dict[str, int], int]:
+    """What a full read of the tenant gives the entity index: names, counts, active."""
+    rt = engine.runtime
+    with rt.reading() as conn:
+        rows = sorted(rt.sql.graph.entity_counts(conn, tenant))
+        return [n for n, _ in rows], dict(rows), rt.sql.memories.active_count(conn, tenant)
+
+
+def test_an_add_counts_itself_into_its_tenants_entity_index_and_no_other(
+        engine: MemoryEngine) -> None:
+    """An add that went through keeps the tenant's entity index (no read of the whole
+    tenant at the next recall): the next recall counts the new memories and their entities
+    in, equal to an index read afresh; another tenant's index stays as it was."""
     _seed(engine)
     caches = engine.runtime.caches
-    kept_b = caches.entity_indexes["b"]
+    kept_a, kept_b = caches.entity_indexes["a"], caches.entity_indexes["b"]
     new = engine.add("Priya asked Omar to check the budget", tenant="a",
-                     entities=["person:omar"]).id
-    assert "a" not in caches.entity_indexes  # dropped by the add's scope
+                     entities=["person:omar", "person:priya"]).id
+    assert caches.entity_indexes["a"] is kept_a  # kept, the add pending
     assert caches.entity_indexes["b"] is kept_b  # another tenant's index stays
+    reads = []
+    counts = engine.runtime.sql.graph.entity_counts
+    engine.runtime.sql.graph.entity_counts = lambda *a: reads.append(a) or counts(*a)
     assert new in _recall(engine, "a", "Omar budget")
-    assert "person:omar" in caches.entity_indexes["a"].names  # built afresh, with the add
+    assert not reads  # counted in, not read again
+    idx = caches.entity_indexes["a"]
+    assert idx is not kept_a and "person:omar" not in kept_a.names
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert idx.df["person:priya"] == 2 and idx.active == 4
+    assert idx.matrix is not None and idx.matrix.shape[0] == len(idx.names)
     engine.add("Ben bought a new cat bed", tenant="b")
-    assert "a" in caches.entity_indexes and "b" not in caches.entity_indexes
+    assert caches.entity_indexes["a"] is idx and caches.entity_indexes["b"] is kept_b
+    _recall(engine, "b", "cat bed")
+    assert (caches.entity_indexes["b"].names, caches.entity_indexes["b"].df,
+            caches.entity_indexes["b"].active) == _fresh_entity_index(engine, "b")
+
+
+def test_many_adds_between_recalls_count_in_like_a_fresh_read(engine: MemoryEngine) -> None:
+    """Adds of one or several memories, some naming new entities, some none, between
+    recalls: the kept entity index always equals one read afresh, label vectors included."""
+    _seed(engine)
+    caches = engine.runtime.caches
+    names = ["person:priya", "person:omar", "place:lisbon", "topic:budget", "person:zoe"]
+    for step in range(12):
+        batch = [{"text": f"Note {step}-{j} about the budget and {names[(step + j) % 5]}",
+                  "entities": names[(step + j) % 5:(step + j) % 5 + step % 3]}
+                 for j in range(1 + step % 3)]
+        engine.add_many(batch, tenant="a")
+        if step % 2:
+            _recall(engine, "a", "budget notes")
+            idx = caches.entity_indexes["a"]
+            assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+            assert idx.matrix is not None
+            fresh = engine.runtime.embedder.embed_documents(idx.labels)
+            assert idx.matrix.shape == fresh.shape and abs(idx.matrix - fresh).max() < 1e-6
+
+
+def test_an_index_read_while_a_write_of_the_tenant_is_under_way_is_not_kept(
+        engine: MemoryEngine) -> None:
+    """Its reads may see the write in part (or before an add that is then counted in
+    twice): it serves its own recall only. One whose reads began before an add ended is not
+    kept either."""
+    ids = _seed(engine)
+    caches, rt = engine.runtime.caches, engine.runtime
+    engine.forget(ids["a2"], tenant="a")  # (drops the index)
+    assert "a" not in caches.entity_indexes
+    with rt.changing(Changes(tenant="a", memories=True)):
+        assert ids["a1"] in _recall(engine, "a", "who reviews the budget")
+        assert "a" not in caches.entity_indexes
+    _recall(engine, "a", "who reviews the budget")
+    assert "a" in caches.entity_indexes
+
+    stale = caches.entity_indexes.pop("a")
+    epoch = caches.index_epoch("a")
+    engine.add("Zoe joins the budget review", tenant="a", entities=["person:zoe"])
+    caches.keep_index(caches.entity_indexes, "a", stale, epoch)
+    assert "a" not in caches.entity_indexes
+
+
+def test_an_add_that_fails_drops_the_entity_index(engine: MemoryEngine,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _seed(engine)
+    caches, rt = engine.runtime.caches, engine.runtime
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise StoreError("the side-store went away")
+
+    monkeypatch.setattr(rt.sql.memories, "mark_committed", broken)
+    with pytest.raises(StoreError):
+        engine.add("Omar leaves the budget team", tenant="a", entities=["person:omar"])
+    assert "a" not in caches.entity_indexes
+    monkeypatch.undo()
+    _recall(engine, "a", "budget team")
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
 
 
 def test_relate_and_supersede_drop_the_tenants_kept_links(engine: MemoryEngine) -> None:

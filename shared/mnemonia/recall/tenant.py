@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia import entities as ent
-from mnemonia.caches import NEAR_LINKS, CueIndex, EntityIndex
+from mnemonia.caches import NEAR_LINKS, Added, CueIndex, EntityIndex
 from mnemonia.ranking import use_record
 from mnemonia.runtime import Runtime
 from mnemonia.store.database import Connection
@@ -33,33 +33,58 @@ def query_vector(rt: Runtime, query: str) -> np.ndarray:
 
 
 def tenant_size(rt: Runtime, conn: Connection, tenant: str) -> int:
-    """Active memories of the tenant (the keyword and entity weights' N), read once per
+    """Active memories of the tenant (the keyword and entity weights' N), kept with the
     entity index."""
-    idx = entity_index(rt, conn, tenant)
-    if idx.active is None:
-        idx.active = rt.sql.memories.active_count(conn, tenant)
-    return idx.active
+    return entity_index(rt, conn, tenant).active
 
 
 def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
-    """The tenant's entity index (names, document frequencies, label vectors), cached."""
-    idx = rt.caches.entity_indexes.get(tenant)
+    """The tenant's entity index (names, document frequencies, label vectors, active
+    memories), cached; the adds that ended since it was built are counted in, so only its
+    first recall, or one after a write other than an add, reads the whole tenant."""
+    idx, added = rt.caches.entity_index(tenant)
     if idx is not None:
-        return idx
+        if not added:
+            return idx
+        grown = _count_in(rt, idx, added)
+        rt.caches.keep_entity_index(tenant, idx, grown, len(added))
+        return grown
     epoch = rt.caches.index_epoch(tenant)
-    rows = rt.sql.graph.entity_counts(conn, tenant)
+    rows = sorted(rt.sql.graph.entity_counts(conn, tenant))  # (one order on every backend)
+    active = rt.sql.memories.active_count(conn, tenant)
     names = [r[0] for r in rows]
     labels = [ent.entity_label(n) for n in names]
-    df = {r[0]: int(r[1]) for r in rows}
-    # Label vectors outlive the index (which every add drops): only new labels are embedded.
+    idx = EntityIndex(labels=labels, names=names, df={r[0]: int(r[1]) for r in rows},
+                      matrix=_label_matrix(rt, labels), active=active)
+    rt.caches.keep_index(rt.caches.entity_indexes, tenant, idx, epoch)
+    return idx
+
+
+def _label_matrix(rt: Runtime, labels: list[str]) -> np.ndarray | None:
+    """The label vectors of ``labels``, stacked. Label vectors outlive the index (which
+    other writes than adds drop): only new labels are embedded."""
     known = rt.caches.label_vectors
     new = [lb for lb in dict.fromkeys(labels) if lb not in known]
     if new:
         known.update(zip(new, rt.embedder.embed_documents(new), strict=True))
-    matrix = np.stack([known[lb] for lb in labels]) if labels else None
-    idx = EntityIndex(labels=labels, names=names, df=df, matrix=matrix)
-    rt.caches.keep_index(rt.caches.entity_indexes, tenant, idx, epoch)
-    return idx
+    return np.stack([known[lb] for lb in labels]) if labels else None
+
+
+def _count_in(rt: Runtime, idx: EntityIndex, added: list[Added]) -> EntityIndex:
+    """``idx`` with the memories and entity links of ``added`` counted in (a new index: a
+    recall may still be using ``idx``); equal to one built afresh after those adds."""
+    df = dict(idx.df)
+    for a in added:
+        for name in a.entities:
+            df[name] = df.get(name, 0) + 1
+    active = idx.active + sum(a.memories for a in added)
+    if len(df) == len(idx.df):  # no new entity: names, labels and vectors stay
+        return EntityIndex(labels=idx.labels, names=idx.names, df=df, matrix=idx.matrix,
+                           active=active, by_word=idx.by_word)
+    names = sorted(df)
+    labels = [ent.entity_label(n) for n in names]
+    return EntityIndex(labels=labels, names=names, df=df, matrix=_label_matrix(rt, labels),
+                       active=active)
 
 
 def cue_index(rt: Runtime, conn: Connection, tenant: str) -> CueIndex:

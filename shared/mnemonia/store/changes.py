@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Changes"]
+__all__ = ["Added", "Changes"]
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an add wrote of a tenant's memories, when it wrote nothing else of them: how many
+    new (committed) memories, and the entities they link, each once per memory naming it.
+    Recall's entity index counts them in instead of reading the whole tenant again."""
+
+    memories: int
+    entities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,8 @@ class Changes:
         relations: Any relation of the tenant (all of them may have changed).
         linked: The memories whose relations the write adds or changes (the others' stay).
         words: Word vectors were added (every tenant's keyword expansion may change).
+        added: New memories, and nothing else of the tenant's memories (an add that went
+            through; with ``memories`` it says nothing more).
     """
 
     tenant: str | None = None
@@ -33,6 +45,7 @@ class Changes:
     relations: bool = False
     linked: frozenset[str] = frozenset()
     words: bool = False
+    added: Added | None = None
 
     @classmethod
     def wholesale(cls, tenant: str) -> Changes:
