@@ -21,7 +21,8 @@ engine's own embedder, measured side by side in one run; prints ratios against e
 
 Model fill embeddings and the core embeddings are cached under benchmarks/.cache
 (git-ignored). The table shows bare / ours for fill rate (vectors given), ingest rate
-(embedding included), recall p50 / p95, disk size; peak RSS is the whole process (both stores
+(embedding included), recall p50 / p95, a chat turn (add one memory, then recall; after the
+last recall round), disk size; peak RSS is the whole process (both stores
 open) for that size.
 """
 

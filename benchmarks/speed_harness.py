@@ -44,6 +44,8 @@ TENANT = "bench"
 FILL_BATCH = 2000
 INGEST_CHUNK = 250
 SINGLE_ADDS = 100
+TURNS = 50
+"""Chat turns (add one memory, then recall) timed after the last recall round."""
 BARE_BACKENDS = ("sentence-transformers", "onnx", "onnx-int8")
 """The bare side's embedder: sentence-transformers (torch) as a user would call it, or one of
 the engine's ONNX backends."""
@@ -222,6 +224,33 @@ def _single_adds(n: int, kind: str, count: int, sides: Sequence[BareSide], col: 
     return row
 
 
+def _turns(n: int, kind: str, count: int, sides: Sequence[BareSide], col: Any, engine: Any,
+           qtexts: Sequence[str], k: int) -> dict[str, float]:
+    """Chat turns: ``add`` of one memory then ``recall`` (a chatbot stores the user's turn
+    and recalls for the reply), against one bare ``encode([text])`` + ``collection.add`` then
+    query embedding + ``collection.query``; the sides taking turns; p50 of a whole turn."""
+    items = next(batches(count, count, kind=kind, seed=3000 + n, prefix="t")).items
+    times: list[list[float]] = [[] for _ in range(len(sides) + 1)]
+    for c, (it, q) in enumerate(zip(items, qtexts, strict=False)):
+        order = list(range(len(sides) + 1))
+        for j in order[c % len(order):] + order[:c % len(order)]:
+            t0 = time.perf_counter()
+            if j == len(sides):
+                engine.add(it["text"], tenant=TENANT,
+                           **{key: v for key, v in it.items() if key != "text"})
+                engine.recall(q, tenant=TENANT, k=k)
+            else:
+                col.add(ids=[f"{sides[j].name}-{it['id']}"], embeddings=sides[j].query(it["text"]),
+                        documents=[it["text"]])
+                col.query(query_embeddings=sides[j].query(q), n_results=k)
+            times[j].append(time.perf_counter() - t0)
+    row = {"ours_turn_ms": 1000 * statistics.median(times[-1])}
+    for side, t in zip(sides, times, strict=False):
+        row[f"{side.name}_turn_ms"] = 1000 * statistics.median(t)
+        row[f"{side.name}_turn_ratio"] = row["ours_turn_ms"] / row[f"{side.name}_turn_ms"]
+    return row
+
+
 def _recall(sides: Sequence[BareSide], col: Any, engine: Any, qtexts: Sequence[str], k: int
             ) -> dict[str, float]:
     """Recall, the sides taking turns query by query (the first of each turn rotates) so
@@ -307,11 +336,13 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
         rows.append({**base, "corpus": "enriched", "relations": _relations(engine),
                      "enrich_s": spent, "enriched": rep.enriched,
                      **_recall(sides, col, engine, qtexts, k)})
+    turn_queries = query_texts(queries + TURNS)[queries:]
+    rows[-1].update(_turns(n, kind, TURNS, sides, col, engine, turn_queries, k))
     engine.close()
     client.close()
     disk = {"bare_disk_mb": disk_mb(root / "bare"), "ours_disk_mb": disk_mb(root / "mnemonia"),
             "peak_rss_mb": _peak_rss_mb()}
-    total = n + ingest_sample + SINGLE_ADDS
+    total = n + ingest_sample + SINGLE_ADDS + TURNS
     for r in rows:
         r.update(disk, relations_per_memory=r["relations"] / total)
     if not keep:
@@ -370,7 +401,8 @@ def print_table(results: Sequence[dict[str, Any]], console: Console,
                             f"k={results[0].get('k', '?') if results else '?'})")
         for c in ("memories", "corpus", "rel/mem", "fill/s (vectors given)",
                   "add_many/s (embedded)", "ratio", "add ms", "ratio", "recall p50 ms", "ratio",
-                  "p95 ms", "ratio", "disk MB", "peak RSS MB"):
+                  "p95 ms", "ratio", "turn ms (add + recall)", "ratio", "disk MB",
+                  "peak RSS MB"):
             table.add_column(c, justify="right")
         for r in results:
             table.add_row(
@@ -384,5 +416,8 @@ def print_table(results: Sequence[dict[str, Any]], console: Console,
                 f"{r[side + '_p50_ratio']:.2f}x",
                 f"{r[side + '_p95_ms']:.1f} / {r['ours_p95_ms']:.1f}",
                 f"{r[side + '_p95_ratio']:.2f}x",
+                f"{r[side + '_turn_ms']:.1f} / {r['ours_turn_ms']:.1f}"
+                if "ours_turn_ms" in r else "-",
+                f"{r[side + '_turn_ratio']:.2f}x" if "ours_turn_ms" in r else "-",
                 f"{r['bare_disk_mb']:.0f} / {r['ours_disk_mb']:.0f}", f"{r['peak_rss_mb']:.0f}")
         console.print(table)
