@@ -370,7 +370,7 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
     new_links: list[dict[str, Any]] = []
     grown: list[dict[str, Any]] = []  # the rows whose entities grew, written in one go
     for p, near in items:
-        extracted = [e for e in rt.extract(p.text) if e not in p.entities]
+        extracted = [e for e in dict.fromkeys(rt.extract(p.text)) if e not in p.entities]
         if extracted:
             p.entities = p.entities + extracted
             new_links += [dict(tenant=tenant, entity=e, memory_id=p.id) for e in extracted]
@@ -402,12 +402,15 @@ def _prepared_from_row(r: Any) -> PreparedMemory:
         session_id=r.session_id, metadata=json.loads(r.metadata), pinned=bool(r.pinned))
 
 
-def _enrich_chunk(rt: Runtime, col: VectorCollection, tenant: str, chunk: Sequence[str]) -> int:
+def _enrich_chunk(rt: Runtime, col: VectorCollection, tenant: str, chunk: Sequence[str]
+                  ) -> tuple[int, list[str]]:
+    """Enrich one chunk in one transaction: ``(relations added, the entity of each entity
+    link added)``."""
     with rt.reading() as conn:
         vectors = rt.candidate_vectors(conn, col, chunk)
     order = [i for i in chunk if i in vectors]
     if not order:
-        return 0
+        return 0, []
     matrix = np.stack([vectors[i] for i in order]).astype(np.float32)
     near_ids, near_sims = rt.vectors.query(col, matrix, NEIGHBOURS + 1)
     with rt.writing() as conn:
@@ -423,10 +426,13 @@ def _enrich_chunk(rt: Runtime, col: VectorCollection, tenant: str, chunk: Sequen
                     if o != mid and o not in gone][:NEIGHBOURS]
             items.append((_prepared_from_row(r), near))
         if not items:
-            return 0
+            return 0, []
+        known = [len(p.entities) for p, _ in items]
         # the count of inserted edges, not two COUNT(*) of the tenant's relations per chunk
         # (each a scan of the whole relation table: quadratic over a sweep)
-        return enrich_items(rt, conn, tenant, items, to_ts(rt.now()))
+        added = enrich_items(rt, conn, tenant, items, to_ts(rt.now()))
+        # (enrichment links the entities it extracts, appended to each memory's own)
+        return added, [e for (p, _), n in zip(items, known, strict=True) for e in p.entities[n:]]
 
 
 def enrich_ids(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
@@ -439,8 +445,14 @@ def enrich_ids(rt: Runtime, tenant: str, ids: Sequence[str]) -> int:
         return 0
     added = 0
     ids = list(ids)
-    with rt.changing(Changes(tenant=tenant, memories=True)):
+    linked: list[str] = []
+    with rt.changing(Changes(tenant=tenant, memories=True)) as scope:
         for start in range(0, len(ids), ENRICH_BATCH):
-            added += _enrich_chunk(rt, col, tenant, ids[start:start + ENRICH_BATCH])
+            edges, entities = _enrich_chunk(rt, col, tenant, ids[start:start + ENRICH_BATCH])
+            added += edges
+            linked += entities
+        # it went through: stored memories (none deleted) gained entity links, nothing else
+        # of the tenant's memories changed (the entity index counts them in)
+        scope.narrow(Changes(tenant=tenant, added=Added(0, tuple(linked))))
     return added
 

@@ -13,6 +13,7 @@ import pytest
 
 from mnemonia import MemoryEngine
 from mnemonia.caches import Changes, RecallCache
+from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import StoreError
 
 CORE = Path(__file__).resolve().parents[2] / "shared" / "mnemonia"
@@ -105,6 +106,41 @@ def test_many_adds_between_recalls_count_in_like_a_fresh_read(engine: MemoryEngi
             assert idx.matrix is not None
             fresh = engine.runtime.embedder.embed_documents(idx.labels)
             assert idx.matrix.shape == fresh.shape and abs(idx.matrix - fresh).max() < 1e-6
+
+
+def test_the_enrichment_sweep_counts_its_entity_links_in(engine: MemoryEngine) -> None:
+    """Enrichment links the entities it extracts to stored memories: the kept index counts
+    them in (no read of the whole tenant), equal to an index read afresh."""
+    _seed(engine)
+    for text in ("Lena Park met Omar in Lisbon", "Lena Park moved to Porto",
+                 "The Porto office opens in May"):
+        engine.add(text, tenant="a")
+    _recall(engine, "a", "budget")
+    caches = engine.runtime.caches
+    kept = caches.entity_indexes["a"]
+    report = engine.enrich(tenant="a")
+    assert report.enriched >= 3
+    assert caches.entity_indexes["a"] is kept  # kept, the sweep's links pending
+    _recall(engine, "a", "Lena Park")
+    idx = caches.entity_indexes["a"]
+    assert idx is not kept and (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert idx.df["name:lena park"] == 2
+
+
+def test_an_extractor_that_repeats_an_entity_links_it_once(tmp_path: Path) -> None:
+    engine = MemoryEngine.open(tmp_path / "store", embedder=HashingEmbedder(),
+                               entity_extractor=lambda text: ["name:ada", "name:ada"],
+                               maintenance="manual")
+    try:
+        engine.add("Ada writes the notes", tenant="a")
+        _recall(engine, "a", "notes")
+        engine.enrich(tenant="a")
+        _recall(engine, "a", "Ada")
+        idx = engine.runtime.caches.entity_indexes["a"]
+        assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+        assert idx.df == {"name:ada": 1}
+    finally:
+        engine.close()
 
 
 def test_an_index_read_while_a_write_of_the_tenant_is_under_way_is_not_kept(
