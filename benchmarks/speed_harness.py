@@ -204,24 +204,7 @@ def _single_adds(n: int, kind: str, count: int, sides: Sequence[BareSide], col: 
                  engine: Any) -> dict[str, float]:
     """``add`` of one memory against one bare ``encode([text])`` + ``collection.add``, the
     sides taking turns text by text; p50 of each."""
-    items = next(batches(count, count, kind=kind, seed=2000 + n, prefix="a")).items
-    times: list[list[float]] = [[] for _ in range(len(sides) + 1)]
-    for c, it in enumerate(items):
-        order = list(range(len(sides) + 1))
-        for j in order[c % len(order):] + order[:c % len(order)]:
-            t0 = time.perf_counter()
-            if j == len(sides):
-                engine.add(it["text"], tenant=TENANT,
-                           **{key: v for key, v in it.items() if key != "text"})
-            else:
-                col.add(ids=[f"{sides[j].name}-{it['id']}"], embeddings=sides[j].query(it["text"]),
-                        documents=[it["text"]])
-            times[j].append(time.perf_counter() - t0)
-    row = {"ours_add_ms": 1000 * statistics.median(times[-1])}
-    for side, t in zip(sides, times, strict=False):
-        row[f"{side.name}_add_ms"] = 1000 * statistics.median(t)
-        row[f"{side.name}_add_ratio"] = row["ours_add_ms"] / row[f"{side.name}_add_ms"]
-    return row
+    return _adds(n, kind, count, sides, col, engine, what="add", seed=2000 + n, prefix="a")
 
 
 def _turns(n: int, kind: str, count: int, sides: Sequence[BareSide], col: Any, engine: Any,
@@ -229,25 +212,37 @@ def _turns(n: int, kind: str, count: int, sides: Sequence[BareSide], col: Any, e
     """Chat turns: ``add`` of one memory then ``recall`` (a chatbot stores the user's turn
     and recalls for the reply), against one bare ``encode([text])`` + ``collection.add`` then
     query embedding + ``collection.query``; the sides taking turns; p50 of a whole turn."""
-    items = next(batches(count, count, kind=kind, seed=3000 + n, prefix="t")).items
+    return _adds(n, kind, count, sides, col, engine, what="turn", seed=3000 + n, prefix="t",
+                 then=qtexts, k=k)
+
+
+def _adds(n: int, kind: str, count: int, sides: Sequence[BareSide], col: Any, engine: Any, *,
+          what: str, seed: int, prefix: str, then: Sequence[str] = (), k: int = 10
+          ) -> dict[str, float]:
+    """One memory added at a time, each followed by a recall of ``then``'s next query if
+    given, the sides taking turns; ``{side}_{what}_ms`` (p50) and ratios."""
+    items = next(batches(count, count, kind=kind, seed=seed, prefix=prefix)).items
     times: list[list[float]] = [[] for _ in range(len(sides) + 1)]
-    for c, (it, q) in enumerate(zip(items, qtexts, strict=False)):
+    for c, it in enumerate(items):
+        q = then[c] if then else None
         order = list(range(len(sides) + 1))
         for j in order[c % len(order):] + order[:c % len(order)]:
             t0 = time.perf_counter()
             if j == len(sides):
                 engine.add(it["text"], tenant=TENANT,
                            **{key: v for key, v in it.items() if key != "text"})
-                engine.recall(q, tenant=TENANT, k=k)
+                if q is not None:
+                    engine.recall(q, tenant=TENANT, k=k)
             else:
                 col.add(ids=[f"{sides[j].name}-{it['id']}"], embeddings=sides[j].query(it["text"]),
                         documents=[it["text"]])
-                col.query(query_embeddings=sides[j].query(q), n_results=k)
+                if q is not None:
+                    col.query(query_embeddings=sides[j].query(q), n_results=k)
             times[j].append(time.perf_counter() - t0)
-    row = {"ours_turn_ms": 1000 * statistics.median(times[-1])}
+    row = {f"ours_{what}_ms": 1000 * statistics.median(times[-1])}
     for side, t in zip(sides, times, strict=False):
-        row[f"{side.name}_turn_ms"] = 1000 * statistics.median(t)
-        row[f"{side.name}_turn_ratio"] = row["ours_turn_ms"] / row[f"{side.name}_turn_ms"]
+        row[f"{side.name}_{what}_ms"] = 1000 * statistics.median(t)
+        row[f"{side.name}_{what}_ratio"] = row[f"ours_{what}_ms"] / row[f"{side.name}_{what}_ms"]
     return row
 
 

@@ -12,10 +12,10 @@ drops it (it is built again on the next recall that needs it). A recall that rea
 write must not keep what it built after the write dropped it: every drop moves the tenant's
 epoch, and an index is kept only if the epoch did not move since its reads began and no
 write of the tenant's memories is under way (:meth:`RecallCache.index_epoch`,
-:meth:`RecallCache.keep_index`). One write does not drop the entity index: an add that went
-through (:class:`Added`) leaves it kept and what it added pending, and the next recall
-counts that in (:meth:`RecallCache.entity_index`), so a recall after an add does not read
-the whole tenant's entity counts again.
+:meth:`RecallCache.keep_index`). Two writes do not drop the entity index: an add, or an
+enrichment, that went through (:class:`Added`) leaves it kept and what it added pending, and
+the next recall counts that in (:meth:`RecallCache.entity_index`), so a recall after one does
+not read the whole tenant's entity counts again.
 
 No service drops a cache by hand. A write's scope (``Runtime.writing``, ``exclusive``,
 ``changing``) names what the write changes (:class:`Changes`: a tenant's memories, its use

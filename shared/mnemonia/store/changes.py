@@ -16,9 +16,10 @@ __all__ = ["Added", "Changes"]
 
 @dataclass(frozen=True)
 class Added:
-    """What an add wrote of a tenant's memories, when it wrote nothing else of them: how many
-    new (committed) memories, and the entities they link, each once per memory naming it.
-    Recall's entity index counts them in instead of reading the whole tenant again."""
+    """What an add (or an enrichment) wrote of a tenant's memories, when it wrote nothing
+    else of them: how many new (committed) memories, and the entity of each entity link it
+    added to undeleted memories (once per memory naming it). Recall's entity index counts
+    them in instead of reading the whole tenant again."""
 
     memories: int
     entities: tuple[str, ...] = ()
@@ -35,8 +36,8 @@ class Changes:
         relations: Any relation of the tenant (all of them may have changed).
         linked: The memories whose relations the write adds or changes (the others' stay).
         words: Word vectors were added (every tenant's keyword expansion may change).
-        added: New memories, and nothing else of the tenant's memories (an add that went
-            through; with ``memories`` it says nothing more).
+        added: New memories or entity links, and nothing else of the tenant's memories (an
+            add or an enrichment that went through; with ``memories`` it says nothing more).
     """
 
     tenant: str | None = None
