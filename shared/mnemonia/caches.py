@@ -121,7 +121,7 @@ class RecallCache:
         self._lock = threading.Lock()  # the index caches, their epochs, recent queries
         self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
         self._under_way: dict[str, int] = {}  # tenant -> writes of its memories under way
-        # tenant -> what adds ended since its kept entity index was built, in their order
+        # tenant -> what adds and enrichments ended since its kept entity index was built
         self._added: dict[str, list[Added]] = {}
 
     # -- keeping -----------------------------------------------------------------------------
@@ -143,8 +143,8 @@ class RecallCache:
                     self._added.pop(tenant, None)  # (it counts every add that ended)
 
     def entity_index(self, tenant: str) -> tuple[EntityIndex | None, list[Added]]:
-        """The tenant's kept entity index (``None``: none), and what adds ended since it was
-        built (to count in, :meth:`keep_entity_index`)."""
+        """The tenant's kept entity index (``None``: none), and what adds and enrichments
+        ended since it was built (to count in, :meth:`keep_entity_index`)."""
         with self._lock:
             return self.entity_indexes.get(tenant), list(self._added.get(tenant, ()))
 
@@ -240,9 +240,9 @@ class RecallCache:
 
     def changed(self, *changes: Changes, begun: Sequence[Changes] = ()) -> None:
         """Writes have ended (committed or rolled back): drop what each of ``changes`` made
-        stale (an add that went through, :class:`Added`, is counted into the kept entity
-        index by the next recall instead). ``begun``: what :meth:`begins` was told of them.
-        Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
+        stale (an add or enrichment that went through, :class:`Added`, is counted into the
+        kept entity index by the next recall instead). ``begun``: what :meth:`begins` was
+        told of them. Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
         ``changing``) as they end; nothing else drops a cache."""
         with self._lock:
             for c in begun:
@@ -260,7 +260,7 @@ class RecallCache:
             if c.memories:
                 self._forget_entities(c.tenant)
             elif c.added is not None:
-                self._count_in(c.tenant, c.added)
+                self._keep_pending(c.tenant, c.added)
             if c.uses:
                 self._drop_index(self.cue_indexes, c.tenant)
             if c.relations:
@@ -287,10 +287,10 @@ class RecallCache:
             self._added.pop(tenant, None)
             self._drop_links(tenant, self._written.pop(tenant, set()))
 
-    def _count_in(self, tenant: str, added: Added) -> None:
-        """An add went through: the tenant's kept entity index stays, with ``added`` pending
-        (the epoch moves: an index whose reads overlapped the add is not kept), and the kept
-        links of the memories whose relations it wrote are dropped."""
+    def _keep_pending(self, tenant: str, added: Added) -> None:
+        """An add or an enrichment went through: the tenant's kept entity index stays, with
+        ``added`` pending (the epoch moves: an index whose reads overlapped the write is not
+        kept), and the kept links of the memories whose relations it wrote are dropped."""
         with self._lock:
             self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
             if tenant in self.entity_indexes:

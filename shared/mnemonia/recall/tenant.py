@@ -40,8 +40,9 @@ def tenant_size(rt: Runtime, conn: Connection, tenant: str) -> int:
 
 def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     """The tenant's entity index (names, document frequencies, label vectors, active
-    memories), cached; the adds that ended since it was built are counted in, so only its
-    first recall, or one after a write other than an add, reads the whole tenant."""
+    memories), cached; the adds and enrichments that ended since it was built are counted
+    in, so only its first recall, or one after another write of the tenant's memories, reads
+    the whole tenant."""
     idx, added = rt.caches.entity_index(tenant)
     if idx is not None:
         if not added:
@@ -62,7 +63,7 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
 
 def _label_matrix(rt: Runtime, labels: list[str]) -> np.ndarray | None:
     """The label vectors of ``labels``, stacked. Label vectors outlive the index (which
-    other writes than adds drop): only new labels are embedded."""
+    some writes drop): only new labels are embedded."""
     known = rt.caches.label_vectors
     new = [lb for lb in dict.fromkeys(labels) if lb not in known]
     if new:

@@ -391,8 +391,12 @@ def _kept_docs(reader: Reader, conn: Connection, keys: Mapping[str, str],
                cache: RowCache | None) -> dict[str, int]:
     """``{word: its count in keyword_df}`` for ``{word: key}`` (words in no memory left
     out); ``cache``: counts kept between recalls may answer, and those read are kept."""
-    since = cache.reading() if cache is not None else None
-    df, ask = cache.docs(keys.values()) if cache is not None else ({}, list(keys.values()))
+    if cache is None:
+        df: dict[str, int] = {}
+        ask = list(keys.values())
+    else:
+        since = cache.reading()
+        df, ask = cache.docs(keys.values())
     if ask:
         read = dict(reader.fetch(conn, "SELECT term, docs FROM keyword_df WHERE term IN "
                                  f"({reader.in_marks(len(ask))})", ask))

@@ -107,7 +107,7 @@ class RowCache:
         """``(kept rows by id, ids not kept)``."""
         return split_kept(self._rows, ids)
 
-    def keep(self, rows: Mapping[str, Any], since: int | None) -> None:
+    def keep(self, rows: Mapping[str, Any], since: int) -> None:
         """Keep ``rows``, read from generation ``since`` (:meth:`reading`), as the module
         says: nothing while a recorded or unknown write is open or when an unknown one
         ended since; of the rest, the rows no named write has open and no write
@@ -118,14 +118,14 @@ class RowCache:
         """``(kept document counts by term, terms not kept)``."""
         return split_kept(self._docs, terms)
 
-    def keep_docs(self, counts: Mapping[str, int], since: int | None) -> None:
+    def keep_docs(self, counts: Mapping[str, int], since: int) -> None:
         """Keep document counts (0 for a term in no memory), as :meth:`keep` (a named write
         changes no count)."""
         self._keep(self._docs, self._changed_docs, counts, since, {})
 
     def _keep(self, kept: dict[str, Any], changed: dict[str, int], values: Mapping[str, Any],
-              since: int | None, opened: Mapping[str, int]) -> None:
-        if since is None or not values:
+              since: int, opened: Mapping[str, int]) -> None:
+        if not values:
             return
         with self._lock:
             if self._writers or self._wide > since or since < self._floor:
