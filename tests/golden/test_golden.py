@@ -55,6 +55,10 @@ DIGITS = 9  # floats are compared rounded to this many decimals
 # concept's mean vector) differ in the 7th significant digit from one CPU's BLAS kernels to
 # another's (on an AMD EPYC, 2026-11-28: 0.950968981 against the reference's 0.950969934)
 FLOAT32_REL = 1e-5
+FLOAT32_ABS = 1e-7
+"""Absolute slack for a float near zero: a cosine of unit float32 vectors carries rounding of
+about this size whatever its value (one near 0 differs in sign with the product's summation
+order, e.g. -4e-09 and 4e-09 after the exact search's vectors went one per column)."""
 EMBEDDING_DIGITS = 6  # Chroma embeddings are hashed rounded to this many decimals
 # Values that depend on the wall clock, not on the engine's clock: masked in the table dump.
 VOLATILE_COLUMNS = {("schema_migrations", "applied_at")}
@@ -510,7 +514,7 @@ def differences(expected: Any, actual: Any, path: str) -> Iterator[str]:
                    f"one: {_short(actual[len(expected)])})")
         return
     if type(expected) is float and type(actual) is float and math.isclose(
-            expected, actual, rel_tol=FLOAT32_REL, abs_tol=10.0 ** -DIGITS):
+            expected, actual, rel_tol=FLOAT32_REL, abs_tol=FLOAT32_ABS):
         return
     if type(expected) is not type(actual) or expected != actual:
         yield f"{path}: expected {_short(expected)}, got {_short(actual)}"

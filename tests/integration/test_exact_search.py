@@ -172,6 +172,26 @@ def test_a_mirror_answers_a_batch_of_queries_exactly_ties_by_position(
                                                                                [[], []])
 
 
+@pytest.mark.parametrize("size", [1000, 2001, 2013])
+def test_equal_vectors_score_equal_wherever_they_sit(size: int) -> None:
+    # 384 dimensions: a product runs in slices of 672 vectors, so the copies sit in several
+    # slices, at their edges and in the last (partial) one; a row layout, or a slice of 681,
+    # gave some of them a score one bit off (the development machine's OpenBLAS)
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((size, 384)).astype(np.float32)
+    v = rng.standard_normal(384).astype(np.float32)
+    at = sorted({p for p in (0, 1, 7, 8, 15, 16, 17, 671, 672, 673, 680, 681, 1343, 1344,
+                             1999, 2000, size - 2, size - 1) if p < size})
+    vectors[at] = v
+    mirror = Mirror([f"m{i}" for i in range(size)], vectors)
+    mirror.put(["late"], v[None, :])  # written after the others: the tail of the matrix
+    for q in rng.standard_normal((8, 384)).astype(np.float32):
+        got = mirror.scores(q).of([f"m{p}" for p in at] + ["late"])
+        assert len(set(got.values())) == 1, got
+        ids, _ = mirror.nearest(q[None, :], size + 1)
+        assert [i for i in ids[0] if i in got] == [f"m{p}" for p in at] + ["late"]
+
+
 def test_ingest_asks_the_mirror_for_neighbours(tmp_path: Path, clock: ManualClock) -> None:
     eng = _open(tmp_path / "s", clock, 100)
     try:

@@ -24,7 +24,7 @@ import numpy as np
 
 from mnemonia.embeddings import normalise_rows
 
-__all__ = ["ExactScores", "Mirror", "rows_per_slice"]
+__all__ = ["LANES", "ExactScores", "Mirror", "rows_per_slice"]
 
 _FIRST_CAPACITY = 256
 QUERY_BLOCK = 64
@@ -42,13 +42,34 @@ def rows_per_slice(per_row: int) -> int:
     return max(1, SINGLE_THREAD_PRODUCT // max(1, per_row) - 1)
 
 
-def _product(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``matrix @ query`` (``query`` a vector, or a matrix of query columns), in slices small
-    enough for OpenBLAS to keep on this thread."""
-    step = rows_per_slice(matrix.shape[1] * (query.shape[1] if query.ndim == 2 else 1))
-    if len(matrix) <= step:
-        return np.asarray(matrix @ query)
-    return np.concatenate([matrix[at:at + step] @ query for at in range(0, len(matrix), step)])
+LANES = 16
+"""Every slice of a product is a whole number of this many columns, starting at a multiple of
+it, and a mirror's capacity is one too (its unused columns are zero): OpenBLAS then computes
+every column the same way, so equal vectors get equal scores wherever they sit (a narrower
+tail, or a slice starting elsewhere, can round the last bit differently: measured on the
+development machine for vectors per row and per column alike)."""
+
+
+def _columns(n: int) -> int:
+    """``n`` rounded up to a whole number of :data:`LANES`."""
+    return -(-n // LANES) * LANES
+
+
+def _product(columns: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``columns.T @ query`` (``columns``: one vector per column, a whole number of
+    :data:`LANES` of them; ``query`` a vector, or a matrix of query columns), in slices small
+    enough for OpenBLAS to keep on this thread. A vector per column makes the product stream
+    the matrix once, reading a slice's rows from start to end: on the 2-core development
+    machine (2026-11-29, 11,000 and 16,000 vectors of 384 dimensions, the matrix out of the
+    cache as it is after the model embedded the query) 1.13 and 1.84 ms against 1.68 and
+    2.59 for a vector per row."""
+    cols = query.shape[1] if query.ndim == 2 else 1
+    step = max(LANES, rows_per_slice(columns.shape[0] * cols) // LANES * LANES)
+    n = columns.shape[1]
+    if n <= step:
+        return np.asarray(query.T @ columns).T
+    return np.concatenate([np.asarray(query.T @ columns[:, at:at + step]).T
+                           for at in range(0, n, step)])
 
 
 class ExactScores:
@@ -89,8 +110,10 @@ class Mirror:
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
         dim = int(vectors.shape[1]) if len(vectors) else 0
-        self._matrix = np.zeros((max(_FIRST_CAPACITY, len(ids)), dim), dtype=np.float32)
-        self._alive = np.zeros(len(self._matrix), dtype=bool)
+        # one vector per column (see _product); row i of the ids is column i
+        self._matrix = np.zeros((dim, _columns(max(_FIRST_CAPACITY, len(ids)))),
+                                dtype=np.float32)
+        self._alive = np.zeros(self._matrix.shape[1], dtype=bool)
         self._n = 0
         self._dead = 0
         if len(ids):
@@ -107,21 +130,22 @@ class Mirror:
             return
         rows = normalise_rows(vectors)
         with self._lock:
-            if self._matrix.shape[1] != rows.shape[1]:
+            if self._matrix.shape[0] != rows.shape[1]:
                 if self._n - self._dead:
                     raise ValueError(f"vectors of dimension {rows.shape[1]} in a mirror of "
-                                     f"dimension {self._matrix.shape[1]}")
-                self._matrix = np.zeros((len(self._matrix), rows.shape[1]), dtype=np.float32)
+                                     f"dimension {self._matrix.shape[0]}")
+                self._matrix = np.zeros((rows.shape[1], self._matrix.shape[1]),
+                                        dtype=np.float32)
             self._kill([i for i in ids if i in self._position])
             last = {i: j for j, i in enumerate(ids)}  # a repeated id: its last vector wins
             keep = sorted(last.values())
             need = self._n + len(keep)
-            if need > len(self._matrix):
+            if need > self._matrix.shape[1]:
                 self._grow(need)
             position = dict(self._position)
             alive = self._alive
+            self._matrix[:, self._n:self._n + len(keep)] = rows[keep].T
             for j in keep:
-                self._matrix[self._n] = rows[j]
                 alive[self._n] = True
                 position[ids[j]] = self._n
                 self._ids.append(ids[j])
@@ -147,7 +171,8 @@ class Mirror:
             return [[] for _ in range(len(queries))], [[] for _ in range(len(queries))]
         rows = normalise_rows(queries)
         for start in range(0, len(rows), QUERY_BLOCK):
-            block = _product(matrix[:count], rows[start:start + QUERY_BLOCK].T)
+            block = _product(matrix[:, :_columns(count)],
+                             rows[start:start + QUERY_BLOCK].T)[:count]
             if live is not None:
                 block[~live] = -np.inf
             for j in range(block.shape[1]):
@@ -165,7 +190,7 @@ class Mirror:
         if n == 0:  # nothing held (perhaps not even a dimension yet)
             return ExactScores(np.zeros(0, dtype=np.float32), ids, position)
         q = normalise_rows(query)[0]
-        sims = _product(matrix[:n], q)
+        sims = _product(matrix[:, :_columns(n)], q)[:n]
         if live is not None:
             sims[~live] = -np.inf
         return ExactScores(sims, ids, position)
@@ -184,9 +209,9 @@ class Mirror:
             self._compact()
 
     def _grow(self, need: int) -> None:
-        size = max(need, 2 * len(self._matrix))
-        matrix = np.zeros((size, self._matrix.shape[1]), dtype=np.float32)
-        matrix[:self._n] = self._matrix[:self._n]
+        size = _columns(max(need, 2 * self._matrix.shape[1]))
+        matrix = np.zeros((self._matrix.shape[0], size), dtype=np.float32)
+        matrix[:, :self._n] = self._matrix[:, :self._n]
         alive = np.zeros(size, dtype=bool)
         alive[:self._n] = self._alive[:self._n]
         self._matrix, self._alive = matrix, alive
@@ -194,9 +219,9 @@ class Mirror:
     def _compact(self) -> None:
         """Rows of the live vectors only, in new arrays (queries under way keep the old)."""
         keep = np.nonzero(self._alive[:self._n])[0]
-        size = max(_FIRST_CAPACITY, 2 * len(keep))
-        matrix = np.zeros((size, self._matrix.shape[1]), dtype=np.float32)
-        matrix[:len(keep)] = self._matrix[keep]
+        size = _columns(max(_FIRST_CAPACITY, 2 * len(keep)))
+        matrix = np.zeros((self._matrix.shape[0], size), dtype=np.float32)
+        matrix[:, :len(keep)] = self._matrix[:, keep]
         alive = np.zeros(size, dtype=bool)
         alive[:len(keep)] = True
         self._ids = [self._ids[j] for j in keep.tolist()]
