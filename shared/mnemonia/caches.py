@@ -35,11 +35,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from mnemonia.embeddings import QueryCache
-from mnemonia.store.changes import Added, Changes
+from mnemonia.store.changes import Added, Changes, Removed
 from mnemonia.store.rowcache import split_kept
 
 __all__ = ["KEPT_MEMORIES", "NEAR_LINKS", "RECENT_QUERIES", "Added", "Changes", "CueIndex",
-           "EntityIndex", "RecallCache", "TermIndex"]
+           "EntityIndex", "Pending", "RecallCache", "Removed", "TermIndex"]
+
+Pending = Added | Removed
+"""A write the kept entity index has still to count in (an add, an enrichment) or out (a soft
+delete)."""
 
 
 @dataclass
@@ -121,8 +125,9 @@ class RecallCache:
         self._lock = threading.Lock()  # the index caches, their epochs, recent queries
         self._index_epochs: dict[str, int] = {}  # tenant -> how often its indexes were dropped
         self._under_way: dict[str, int] = {}  # tenant -> writes of its memories under way
-        # tenant -> what adds and enrichments ended since its kept entity index was built
-        self._added: dict[str, list[Added]] = {}
+        # tenant -> what adds, enrichments and soft deletes ended since its kept entity index
+        # was built
+        self._added: dict[str, list[Pending]] = {}
 
     # -- keeping -----------------------------------------------------------------------------
     def index_epoch(self, tenant: str) -> int:
@@ -142,17 +147,18 @@ class RecallCache:
                 if cache is self.entity_indexes:
                     self._added.pop(tenant, None)  # (it counts every add that ended)
 
-    def entity_index(self, tenant: str) -> tuple[EntityIndex | None, list[Added]]:
-        """The tenant's kept entity index (``None``: none), and what adds and enrichments
-        ended since it was built (to count in, :meth:`keep_entity_index`)."""
+    def entity_index(self, tenant: str) -> tuple[EntityIndex | None, list[Pending]]:
+        """The tenant's kept entity index (``None``: none), and what adds, enrichments and
+        soft deletes ended since it was built (to count in or out,
+        :meth:`keep_entity_index`)."""
         with self._lock:
             return self.entity_indexes.get(tenant), list(self._added.get(tenant, ()))
 
     def keep_entity_index(self, tenant: str, built_on: EntityIndex, index: EntityIndex,
                           added: int) -> None:
-        """Keep ``index``, the kept ``built_on`` with the first ``added`` pending adds counted
-        in, in its place (unless a write dropped ``built_on`` meanwhile; adds that ended
-        meanwhile stay pending)."""
+        """Keep ``index``, the kept ``built_on`` with the first ``added`` pending writes
+        counted in or out, in its place (unless a write dropped ``built_on`` meanwhile; writes
+        that ended meanwhile stay pending)."""
         with self._lock:
             if self.entity_indexes.get(tenant) is built_on:
                 self.entity_indexes[tenant] = index
@@ -240,7 +246,8 @@ class RecallCache:
 
     def changed(self, *changes: Changes, begun: Sequence[Changes] = ()) -> None:
         """Writes have ended (committed or rolled back): drop what each of ``changes`` made
-        stale (an add or enrichment that went through, :class:`Added`, is counted into the
+        stale (an add, enrichment or soft delete that went through, :class:`Added` or
+        :class:`Removed`, is counted into or out of the
         kept entity index by the next recall instead). ``begun``: what :meth:`begins` was
         told of them. Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
         ``changing``) as they end; nothing else drops a cache."""
@@ -259,8 +266,13 @@ class RecallCache:
                 continue
             if c.memories:
                 self._forget_entities(c.tenant)
-            elif c.added is not None:
-                self._keep_pending(c.tenant, c.added)
+            elif c.added is not None or c.removed is not None:
+                for pending in (c.added, c.removed):
+                    if pending is not None:
+                        self._keep_pending(c.tenant, pending)
+            else:
+                with self._lock:  # the links it wrote, dropped again after its commit
+                    self._drop_links(c.tenant, self._written.pop(c.tenant, set()))
             if c.uses:
                 self._drop_index(self.cue_indexes, c.tenant)
             if c.relations:
@@ -287,10 +299,11 @@ class RecallCache:
             self._added.pop(tenant, None)
             self._drop_links(tenant, self._written.pop(tenant, set()))
 
-    def _keep_pending(self, tenant: str, added: Added) -> None:
-        """An add or an enrichment went through: the tenant's kept entity index stays, with
-        ``added`` pending (the epoch moves: an index whose reads overlapped the write is not
-        kept), and the kept links of the memories whose relations it wrote are dropped."""
+    def _keep_pending(self, tenant: str, added: Pending) -> None:
+        """An add, an enrichment or a soft delete went through: the tenant's kept entity index
+        stays, with ``added`` pending (the epoch moves: an index whose reads overlapped the
+        write is not kept), and the kept links of the memories whose relations it wrote are
+        dropped."""
         with self._lock:
             self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
             if tenant in self.entity_indexes:
@@ -299,7 +312,7 @@ class RecallCache:
 
     def _links_written(self, tenant: str, ids: Iterable[str]) -> None:
         """Relations of ``ids`` are being written: their kept links are dropped now, and
-        again by the :meth:`_forget_entities` that follows the write's commit."""
+        again when the write ends (:meth:`changed`, after its commit)."""
         ids = set(ids)
         with self._lock:
             self._written.setdefault(tenant, set()).update(ids)

@@ -7,12 +7,12 @@ job share.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from mnemonia import validation as check
-from mnemonia.caches import Changes
+from mnemonia.caches import Added, Changes, Removed
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.errors import InvalidInputError, MemoryDeletedError, MemoryNotFoundError
 from mnemonia.models import Event, Memory, Relation
@@ -248,17 +248,30 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
     check.boolean(hard, "hard")
     now = rt.now()
     if not hard:
-        with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
+        with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope, \
+                rt.sql.begin() as conn:
             r = rt.sql.memories.row(conn, tenant, memory_id)
             if r.deleted_at is None:
                 rt.sql.memories.update_memory(conn, memory_id, deleted_at=to_ts(now))
                 rt.sql.events.event(conn, tenant, memory_id, "deleted", to_ts(now),
                                     {"deleted_at": None}, {"deleted_at": now.isoformat()})
+                scope.narrow(soft_deleted(rt, conn, tenant, [memory_id]))
+            else:
+                scope.narrow(Changes(tenant=tenant))  # deleted already: nothing changed
         return
     with rt.exclusive():
         with rt.sql.begin() as conn:
             rt.sql.memories.row(conn, tenant, memory_id)
         purge(rt, tenant, [memory_id])
+
+
+def soft_deleted(rt: Runtime, conn: Connection, tenant: str, ids: Sequence[str]) -> Changes:
+    """What soft-deleting ``ids`` (committed memories of ``tenant`` this transaction just
+    deleted) changed of the tenant: those memories and their entity links, which recall's
+    kept entity index counts out (:class:`~mnemonia.caches.Removed`)."""
+    links = rt.sql.graph.entity_links(conn, ids)
+    return Changes(tenant=tenant, removed=Removed(
+        len(ids), tuple(e for i in ids for e in links.get(i, ()))))
 
 
 def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
@@ -281,13 +294,20 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
     """Bring back a soft-deleted memory whole."""
     now = rt.now()
-    with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
+    with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope, \
+            rt.sql.begin() as conn:
         r = rt.sql.memories.row(conn, tenant, memory_id)
         if r.deleted_at is not None:
             rt.sql.memories.update_memory(conn, memory_id, deleted_at=None)
             rt.sql.events.event(conn, tenant, memory_id, "restored", to_ts(now),
                                 {"deleted_at": from_ts(r.deleted_at).isoformat()},
                                 {"deleted_at": None})
+            # it comes back with its entity links: counted into recall's entity index
+            links = rt.sql.graph.entity_links(conn, [memory_id])
+            scope.narrow(Changes(tenant=tenant, added=Added(
+                1, tuple(links.get(memory_id, ())))))
+        else:
+            scope.narrow(Changes(tenant=tenant))  # not deleted: nothing changed
         mem = rt.sql.memories.memory(conn, tenant, memory_id)
     return mem
 

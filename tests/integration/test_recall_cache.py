@@ -127,6 +127,52 @@ def test_the_enrichment_sweep_counts_its_entity_links_in(engine: MemoryEngine) -
     assert idx.df["name:lena park"] == 2
 
 
+def test_eviction_and_consolidation_keep_the_entity_index_right(engine: MemoryEngine) -> None:
+    """An eviction soft-deletes memories: the kept index counts them and their entity links
+    out (an entity no memory names any more leaves it); consolidation adds a concept (counted
+    in) and marks its members, which changes nothing the index counts. Neither makes the
+    next recall read the whole tenant, and the index equals one read afresh."""
+    _seed(engine)
+    team = ["The weekly team sync happens every Monday at ten in room B",
+            "the weekly team sync happens every monday at ten in room b",
+            "The weekly team sync happens every Monday at ten in room C. Bring the roadmap."]
+    engine.add_many([{"text": t, "entities": ["room:b", f"team:t{j}"], "importance": 0.9}
+                     for j, t in enumerate(team)]
+                    + [{"text": f"Old note {j} about the parking lot", "importance": 0.0,
+                        "entities": [f"lot:{j}", "topic:parking"]} for j in range(6)],
+                    tenant="a")
+    caches, graph = engine.runtime.caches, engine.runtime.sql.graph
+    reads: list[str] = []
+    counts = graph.entity_counts
+
+    def recall_reading_nothing_whole(query: str) -> None:
+        graph.entity_counts = lambda *a: reads.append(a[1]) or counts(*a)  # type: ignore
+        try:
+            _recall(engine, "a", query)
+        finally:
+            graph.entity_counts = counts  # type: ignore[method-assign]
+        assert not reads
+
+    recall_reading_nothing_whole("parking")
+    kept = caches.entity_indexes["a"]
+    assert kept.df["topic:parking"] == 6 and kept.active == 12
+
+    evicted = engine.evict(tenant="a").ids
+    assert evicted and caches.entity_indexes["a"] is kept  # kept, the eviction pending
+    recall_reading_nothing_whole("parking")
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert idx.active == 12 - len(evicted) and len(idx.names) < len(kept.names)
+    assert idx.matrix is not None and idx.matrix.shape[0] == len(idx.names)
+
+    report = engine.consolidate(tenant="a")
+    assert report.concepts_created == 1 and caches.entity_indexes["a"] is idx
+    recall_reading_nothing_whole("team sync")
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert idx.df["room:b"] == 4
+
+
 def test_an_extractor_that_repeats_an_entity_links_it_once(tmp_path: Path) -> None:
     engine = MemoryEngine.open(tmp_path / "store", embedder=HashingEmbedder(),
                                entity_extractor=lambda text: ["name:ada", "name:ada"],
@@ -150,7 +196,7 @@ def test_an_index_read_while_a_write_of_the_tenant_is_under_way_is_not_kept(
     kept either."""
     ids = _seed(engine)
     caches, rt = engine.runtime.caches, engine.runtime
-    engine.forget(ids["a2"], tenant="a")  # (drops the index)
+    engine.forget(ids["a2"], tenant="a", hard=True)  # (a purge drops the index)
     assert "a" not in caches.entity_indexes
     with rt.changing(Changes(tenant="a", memories=True)):
         assert ids["a1"] in _recall(engine, "a", "who reviews the budget")
@@ -204,13 +250,24 @@ def test_relate_and_supersede_drop_the_tenants_kept_links(engine: MemoryEngine) 
 def test_forget_restore_and_feedback_show_in_the_next_recall(engine: MemoryEngine) -> None:
     ids = _seed(engine)
     caches = engine.runtime.caches
-    kept_b = caches.entity_indexes["b"]
+    kept_a, kept_b = caches.entity_indexes["a"], caches.entity_indexes["b"]
+    assert kept_a.df["person:priya"] == 1 and kept_a.active == 3
     engine.forget(ids["a1"], tenant="a")
-    assert "a" not in caches.entity_indexes and caches.entity_indexes["b"] is kept_b
+    # kept, the soft delete pending: the next recall counts a1 and its entity out
+    assert caches.entity_indexes["a"] is kept_a and caches.entity_indexes["b"] is kept_b
     assert ids["a1"] not in _recall(engine, "a", "who reviews the budget")
+    idx = caches.entity_indexes["a"]
+    assert idx is not kept_a and (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert "person:priya" not in idx.names and idx.active == 2
+    assert idx.matrix is not None and idx.matrix.shape[0] == len(idx.names)
+    engine.forget(ids["a1"], tenant="a")  # deleted already: nothing pending
+    assert not caches.entity_index("a")[1]
     engine.restore(ids["a1"], tenant="a")
-    assert "a" not in caches.entity_indexes
+    assert caches.entity_indexes["a"] is idx  # kept, the restore pending
     assert ids["a1"] in _recall(engine, "a", "who reviews the budget")
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert idx.df["person:priya"] == 1 and idx.active == 3
 
     engine.recall("what does the cat eat", tenant="b", k=5, min_activation=0.0)  # builds cues
     engine.recall("who reviews the budget", tenant="a", k=5, min_activation=0.0)

@@ -369,7 +369,10 @@ def _write_concepts(rt: Runtime, tenant: str, groups: list[list[str]],
                                             max_chars=rt.config.max_text_chars))
     nowts = to_ts(rt.now())
     w = _Marking()
-    with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
+    # (marking members consolidated_into a concept, raising its state, linking them part_of
+    # it: no memory comes or goes and no entity link changes, so recall's entity index stays;
+    # the relations it writes are reported by the store, the rows followed by its row cache)
+    with rt.writing(Changes(tenant=tenant)) as conn:
         states = rt.sql.memories.columns_of(conn, cids, ("state", "enriched_at"))
         still = set(rt.sql.memories.select_ids(conn, [i for g in groups for i in g],
                                                consolidated=False, deleted=False))

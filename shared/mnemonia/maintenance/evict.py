@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from mnemonia import lifecycle
 from mnemonia.caches import Changes
 from mnemonia.clock import from_ts, to_ts
 from mnemonia.maintenance.journal import remember
@@ -71,13 +72,16 @@ def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
                  ) -> list[str]:
     nowts = to_ts(now)
     policy = rt.config.eviction_policy
-    with rt.writing(Changes(tenant=tenant, memories=True)) as conn:
+    with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope, \
+            rt.sql.begin() as conn:
         keep = set(rt.sql.memories.soft_delete(conn, chosen, nowts))
         chosen = [i for i in chosen if i in keep]
         rt.sql.events.insert_events(conn, [rt.sql.events.event_row(
             tenant, i, "evicted", nowts, _signals(by_id[i], policy),
             {"deleted_at": now.isoformat(), "reason": reason, "policy": policy})
             for i in chosen])
+        # (the candidates are committed memories: their links leave the entity index)
+        scope.narrow(lifecycle.soft_deleted(rt, conn, tenant, chosen))
     return chosen
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia import entities as ent
-from mnemonia.caches import NEAR_LINKS, Added, CueIndex, EntityIndex
+from mnemonia.caches import NEAR_LINKS, CueIndex, EntityIndex, Pending, Removed
 from mnemonia.ranking import use_record
 from mnemonia.runtime import Runtime
 from mnemonia.store.database import Connection
@@ -40,9 +40,9 @@ def tenant_size(rt: Runtime, conn: Connection, tenant: str) -> int:
 
 def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     """The tenant's entity index (names, document frequencies, label vectors, active
-    memories), cached; the adds and enrichments that ended since it was built are counted
-    in, so only its first recall, or one after another write of the tenant's memories, reads
-    the whole tenant."""
+    memories), cached; the adds, enrichments and soft deletes that ended since it was built
+    are counted in or out, so only its first recall, or one after another write of the
+    tenant's memories (an import, a restore, an edit, a purge), reads the whole tenant."""
     idx, added = rt.caches.entity_index(tenant)
     if idx is not None:
         if not added:
@@ -71,15 +71,25 @@ def _label_matrix(rt: Runtime, labels: list[str]) -> np.ndarray | None:
     return np.stack([known[lb] for lb in labels]) if labels else None
 
 
-def _count_in(rt: Runtime, idx: EntityIndex, added: list[Added]) -> EntityIndex:
-    """``idx`` with the memories and entity links of ``added`` counted in (a new index: a
-    recall may still be using ``idx``); equal to one built afresh after those adds."""
+def _count_in(rt: Runtime, idx: EntityIndex, added: list[Pending]) -> EntityIndex:
+    """``idx`` with the memories and entity links of ``added`` counted in (those of a
+    :class:`Removed` counted out; an entity no memory names any more leaves the index) (a
+    new index: a recall may still be using ``idx``); equal to one built afresh after those
+    writes."""
     df = dict(idx.df)
+    active = idx.active
+    names_changed = False
     for a in added:
+        step = -1 if isinstance(a, Removed) else 1
         for name in a.entities:
-            df[name] = df.get(name, 0) + 1
-    active = idx.active + sum(a.memories for a in added)
-    if len(df) == len(idx.df):  # no new entity: names, labels and vectors stay
+            had = df.get(name, 0)
+            if had + step > 0:
+                df[name] = had + step
+            else:
+                df.pop(name, None)
+            names_changed = names_changed or had == 0 or had + step <= 0
+        active += step * a.memories
+    if not names_changed:  # the same entities: names, labels and vectors stay
         return EntityIndex(labels=idx.labels, names=idx.names, df=df, matrix=idx.matrix,
                            active=active, by_word=idx.by_word)
     names = sorted(df)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Added", "Changes"]
+__all__ = ["Added", "Changes", "Removed"]
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,17 @@ class Added:
     else of them: how many new (committed) memories, and the entity of each entity link it
     added to undeleted memories (once per memory naming it). Recall's entity index counts
     them in instead of reading the whole tenant again."""
+
+    memories: int
+    entities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What a soft delete (an eviction, a ``forget``) wrote of a tenant's memories, when it
+    wrote nothing else of them: how many committed memories it deleted, and the entity of
+    each entity link of the memories it deleted (once per memory naming it). Recall's entity
+    index counts them out instead of reading the whole tenant again."""
 
     memories: int
     entities: tuple[str, ...] = ()
@@ -38,6 +49,13 @@ class Changes:
         words: Word vectors were added (every tenant's keyword expansion may change).
         added: New memories or entity links, and nothing else of the tenant's memories (an
             add or an enrichment that went through; with ``memories`` it says nothing more).
+        removed: Deleted memories (soft), and nothing else of the tenant's memories, as
+            ``added`` (an eviction or a ``forget`` that went through).
+
+    A write that changes other columns of the tenant's memories only (a pin, consolidation
+    marking members ``consolidated_into`` a concept) says none of these: what recall keeps
+    of the tenant (the entity index: which memories are active, which entities they name)
+    does not change, and the store's row cache follows the rows it writes itself.
     """
 
     tenant: str | None = None
@@ -47,6 +65,7 @@ class Changes:
     linked: frozenset[str] = frozenset()
     words: bool = False
     added: Added | None = None
+    removed: Removed | None = None
 
     @classmethod
     def wholesale(cls, tenant: str) -> Changes:
