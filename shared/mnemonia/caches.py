@@ -127,7 +127,7 @@ class RecallCache:
         self._under_way: dict[str, int] = {}  # tenant -> writes of its memories under way
         # tenant -> what adds, enrichments and soft deletes ended since its kept entity index
         # was built
-        self._added: dict[str, list[Pending]] = {}
+        self._pending: dict[str, list[Pending]] = {}
 
     # -- keeping -----------------------------------------------------------------------------
     def index_epoch(self, tenant: str) -> int:
@@ -145,14 +145,14 @@ class RecallCache:
             if self._index_epochs.get(tenant, 0) == epoch and not self._under_way.get(tenant):
                 cache[tenant] = index
                 if cache is self.entity_indexes:
-                    self._added.pop(tenant, None)  # (it counts every add that ended)
+                    self._pending.pop(tenant, None)  # (it counts every add that ended)
 
     def entity_index(self, tenant: str) -> tuple[EntityIndex | None, list[Pending]]:
         """The tenant's kept entity index (``None``: none), and what adds, enrichments and
         soft deletes ended since it was built (to count in or out,
         :meth:`keep_entity_index`)."""
         with self._lock:
-            return self.entity_indexes.get(tenant), list(self._added.get(tenant, ()))
+            return self.entity_indexes.get(tenant), list(self._pending.get(tenant, ()))
 
     def keep_entity_index(self, tenant: str, built_on: EntityIndex, index: EntityIndex,
                           added: int) -> None:
@@ -162,7 +162,7 @@ class RecallCache:
         with self._lock:
             if self.entity_indexes.get(tenant) is built_on:
                 self.entity_indexes[tenant] = index
-                del self._added.get(tenant, [])[:added]
+                del self._pending.get(tenant, [])[:added]
 
     def kept_links(self, tenant: str, kind: str) -> Mapping[str, tuple[Any, ...]]:
         """The links of ``kind`` kept for the tenant's memories (by memory id)."""
@@ -267,12 +267,10 @@ class RecallCache:
             if c.memories:
                 self._forget_entities(c.tenant)
             elif c.added is not None or c.removed is not None:
-                for pending in (c.added, c.removed):
-                    if pending is not None:
-                        self._keep_pending(c.tenant, pending)
+                self._keep_pending(c.tenant, *(p for p in (c.added, c.removed) if p is not None))
             else:
-                with self._lock:  # the links it wrote, dropped again after its commit
-                    self._drop_links(c.tenant, self._written.pop(c.tenant, set()))
+                with self._lock:
+                    self._links_ended(c.tenant)
             if c.uses:
                 self._drop_index(self.cue_indexes, c.tenant)
             if c.relations:
@@ -296,19 +294,24 @@ class RecallCache:
         links of the memories whose relations were written since (:meth:`changing`)."""
         self._drop_index(self.entity_indexes, tenant)
         with self._lock:
-            self._added.pop(tenant, None)
-            self._drop_links(tenant, self._written.pop(tenant, set()))
+            self._pending.pop(tenant, None)
+            self._links_ended(tenant)
 
-    def _keep_pending(self, tenant: str, added: Pending) -> None:
+    def _keep_pending(self, tenant: str, *pending: Pending) -> None:
         """An add, an enrichment or a soft delete went through: the tenant's kept entity index
-        stays, with ``added`` pending (the epoch moves: an index whose reads overlapped the
+        stays, with ``pending`` to count (the epoch moves: an index whose reads overlapped the
         write is not kept), and the kept links of the memories whose relations it wrote are
         dropped."""
         with self._lock:
             self._index_epochs[tenant] = self._index_epochs.get(tenant, 0) + 1
             if tenant in self.entity_indexes:
-                self._added.setdefault(tenant, []).append(added)
-            self._drop_links(tenant, self._written.pop(tenant, set()))
+                self._pending.setdefault(tenant, []).extend(pending)
+            self._links_ended(tenant)
+
+    def _links_ended(self, tenant: str) -> None:
+        """(The lock held.) A write of the tenant ended: the kept links of the memories whose
+        relations it wrote are dropped again, after its commit (:meth:`_links_written`)."""
+        self._drop_links(tenant, self._written.pop(tenant, set()))
 
     def _links_written(self, tenant: str, ids: Iterable[str]) -> None:
         """Relations of ``ids`` are being written: their kept links are dropped now, and

@@ -248,8 +248,7 @@ def forget(rt: Runtime, tenant: str, memory_id: str, *, hard: bool) -> None:
     check.boolean(hard, "hard")
     now = rt.now()
     if not hard:
-        with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope, \
-                rt.sql.begin() as conn:
+        with rt.narrowing(Changes(tenant=tenant, memories=True)) as (scope, conn):
             r = rt.sql.memories.row(conn, tenant, memory_id)
             if r.deleted_at is None:
                 rt.sql.memories.update_memory(conn, memory_id, deleted_at=to_ts(now))
@@ -269,9 +268,13 @@ def soft_deleted(rt: Runtime, conn: Connection, tenant: str, ids: Sequence[str])
     """What soft-deleting ``ids`` (committed memories of ``tenant`` this transaction just
     deleted) changed of the tenant: those memories and their entity links, which recall's
     kept entity index counts out (:class:`~mnemonia.caches.Removed`)."""
+    return Changes(tenant=tenant, removed=Removed(len(ids), _entity_links(rt, conn, ids)))
+
+
+def _entity_links(rt: Runtime, conn: Connection, ids: Sequence[str]) -> tuple[str, ...]:
+    """The entity of each entity link of ``ids`` (what recall's entity index counts)."""
     links = rt.sql.graph.entity_links(conn, ids)
-    return Changes(tenant=tenant, removed=Removed(
-        len(ids), tuple(e for i in ids for e in links.get(i, ()))))
+    return tuple(e for i in ids for e in links.get(i, ()))
 
 
 def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
@@ -294,8 +297,7 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
     """Bring back a soft-deleted memory whole."""
     now = rt.now()
-    with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope, \
-            rt.sql.begin() as conn:
+    with rt.narrowing(Changes(tenant=tenant, memories=True)) as (scope, conn):
         r = rt.sql.memories.row(conn, tenant, memory_id)
         if r.deleted_at is not None:
             rt.sql.memories.update_memory(conn, memory_id, deleted_at=None)
@@ -303,9 +305,8 @@ def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
                                 {"deleted_at": from_ts(r.deleted_at).isoformat()},
                                 {"deleted_at": None})
             # it comes back with its entity links: counted into recall's entity index
-            links = rt.sql.graph.entity_links(conn, [memory_id])
-            scope.narrow(Changes(tenant=tenant, added=Added(
-                1, tuple(links.get(memory_id, ())))))
+            scope.narrow(Changes(tenant=tenant,
+                                 added=Added(1, _entity_links(rt, conn, [memory_id]))))
         else:
             scope.narrow(Changes(tenant=tenant))  # not deleted: nothing changed
         mem = rt.sql.memories.memory(conn, tenant, memory_id)

@@ -251,8 +251,15 @@ class Runtime:
     def writing(self, *changes: Changes) -> Iterator[Connection]:
         """A transaction under the write lock, committed on leaving (``changes``: what it
         changes, as in :meth:`changing`)."""
-        with self.changing(*changes), self._lock, self.sql.begin() as conn:
+        with self.narrowing(*changes) as (_, conn):
             yield conn
+
+    @contextmanager
+    def narrowing(self, *changes: Changes) -> Iterator[tuple[WriteScope, Connection]]:
+        """:meth:`writing`, with the write's scope: the write may narrow what it changes
+        once it knows (:meth:`WriteScope.narrow`)."""
+        with self.changing(*changes) as scope, self._lock, self.sql.begin() as conn:
+            yield scope, conn
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:

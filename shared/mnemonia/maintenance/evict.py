@@ -72,8 +72,7 @@ def _soft_delete(rt: Runtime, tenant: str, chosen: list[str],
                  ) -> list[str]:
     nowts = to_ts(now)
     policy = rt.config.eviction_policy
-    with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope, \
-            rt.sql.begin() as conn:
+    with rt.narrowing(Changes(tenant=tenant, memories=True)) as (scope, conn):
         keep = set(rt.sql.memories.soft_delete(conn, chosen, nowts))
         chosen = [i for i in chosen if i in keep]
         rt.sql.events.insert_events(conn, [rt.sql.events.event_row(
