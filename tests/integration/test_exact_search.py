@@ -141,9 +141,17 @@ def test_a_tenant_past_the_limit_is_searched_by_chroma_until_it_shrinks(
         assert not eng.vectors.mirrored(col)  # 8 vectors: past the limit, Chroma answers
         assert FACTS[7] in _cosines(eng, "when do backups of the billing database run?")
         assert not eng.vectors.mirrored(col)
-        for mid in (*more[:2], ids[0]):
+        counted: list[str] = []
+        count = eng.vectors.count
+        eng.vectors.count = lambda c: counted.append(c.name) or count(c)  # type: ignore
+        eng.forget(more[0], tenant="t", hard=True)
+        _cosines(eng, "when do backups of the billing database run?")
+        # 7 left, known without counting (8 counted, one deleted): still Chroma's
+        assert not eng.vectors.mirrored(col) and not counted
+        for mid in (more[1], ids[0]):
             eng.forget(mid, tenant="t", hard=True)
         got = _cosines(eng, "when do backups of the billing database run?")
+        assert counted == [col.name]  # it may have come down to the limit: counted again
         assert eng.vectors.mirrored(col)  # 5 again: read into memory at the next recall
         assert FACTS[7] in got and FACTS[0] not in got and FACTS[5] not in got
     finally:

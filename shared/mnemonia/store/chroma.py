@@ -116,9 +116,12 @@ class ChromaIndex:
         self.mode = "server" if url else "embedded"
         # Exact search (embedded stores only: a server's collections may be written by other
         # processes): collection name -> its vectors' mirror, or None when it held more than
-        # exact_limit vectors (until a delete).
+        # exact_limit vectors (until deletes may have brought it under: see _mirroring).
         self.exact_limit = exact_limit if self.mode == "embedded" else 0
         self._mirrors: OrderedDict[str, Mirror | None] = OrderedDict()
+        # of a collection not mirrored (None above): a number of vectors it holds at least
+        # (counted, less the ids deleted since)
+        self._at_least: dict[str, int] = {}
         self._mirror_lock = threading.Lock()  # the two maps (held briefly)
         # collection name -> the lock its writes and its mirror's first read take, so a
         # mirror read from Chroma misses no write (writes to other collections go on)
@@ -241,7 +244,7 @@ class ChromaIndex:
                     if stored:
                         mirror.put(list(stored), np.stack(list(stored.values())))
                     if mirror.size > self.exact_limit:
-                        self._keep_mirror(col.name, None)
+                        self._past_limit(col.name, mirror.size)
                         mirror = None
             if mirror is not None:  # a grown mirror counts against the budget too
                 self._make_room(0, keep=col.name)
@@ -280,7 +283,7 @@ class ChromaIndex:
 
     def delete(self, col: ChromaCollection, ids: Sequence[str]) -> None:
         if ids:
-            with self._mirroring(col, deleting=True) as mirror:
+            with self._mirroring(col, deleting=len(set(ids))) as mirror:
                 self._call(lambda: col.delete(ids=list(ids)))
                 if mirror is not None:
                     mirror.drop(ids)
@@ -310,10 +313,12 @@ class ChromaIndex:
                 return self._mirrors[name]
             mirror = None
             size = self.count(col)
-            if size <= self.exact_limit:
-                self._make_room(size)
-                ids, vectors = self._all_vectors(col)
-                mirror = Mirror(ids, vectors)
+            if size > self.exact_limit:
+                self._past_limit(name, size)
+                return None
+            self._make_room(size)
+            ids, vectors = self._all_vectors(col)
+            mirror = Mirror(ids, vectors)
             self._keep_mirror(name, mirror)
             return mirror
 
@@ -325,9 +330,16 @@ class ChromaIndex:
         with self._mirror_lock:
             self._mirrors[name] = mirror
 
+    def _past_limit(self, name: str, size: int) -> None:
+        """The collection holds ``size`` vectors, more than ``exact_limit``: not mirrored."""
+        with self._mirror_lock:
+            self._mirrors[name] = None
+            self._at_least[name] = size
+
     def _drop_mirror(self, name: str) -> None:
         with self._mirror_lock:
             self._mirrors.pop(name, None)
+            self._at_least.pop(name, None)
 
     def _make_room(self, size: int, keep: str | None = None) -> None:
         """Drop the least recently searched mirrors (never ``keep``'s) until ``size`` more
@@ -354,19 +366,29 @@ class ChromaIndex:
         return ids, (np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32))
 
     @contextlib.contextmanager
-    def _mirroring(self, col: ChromaCollection, *, deleting: bool = False
+    def _mirroring(self, col: ChromaCollection, *, deleting: int = 0
                    ) -> Iterator[Mirror | None]:
         """A write to the collection, with its mirror (if any) to update as Chroma takes
         each part: under the collection's lock, so no mirror is read from Chroma half-way. A
-        write that fails drops the mirror (read again on the next query); a delete lets a
-        collection too large to mirror be measured again."""
+        write that fails drops the mirror (read again on the next query). A delete of
+        ``deleting`` ids lets a collection too large to mirror be counted again once it may
+        have come down to ``exact_limit``: it holds at least its last count less the ids
+        deleted since (adds only raise that), so it is not counted on every delete (Chroma's
+        count takes 12 ms at 100,000 vectors)."""
         if self.exact_limit <= 0:
             yield None
             return
-        with self._collection_lock(col.name):
-            mirror = self._mirrors.get(col.name)
+        name = col.name
+        with self._collection_lock(name):
+            mirror = self._mirrors.get(name)
             if deleting and mirror is None:
-                self._drop_mirror(col.name)
+                with self._mirror_lock:
+                    left = self._at_least.get(name, 0) - deleting
+                    if left > self.exact_limit:
+                        self._at_least[name] = left
+                    else:
+                        self._at_least.pop(name, None)
+                        self._mirrors.pop(name, None)
             try:
                 yield mirror
             except BaseException:
@@ -390,6 +412,7 @@ class ChromaIndex:
         """Release the client (sockets of an HTTP client, files of an embedded one)."""
         self._collections.clear()
         self._mirrors.clear()
+        self._at_least.clear()
         servers = [getattr(self._client, "_server", None),
                    getattr(getattr(self._client, "_admin_client", None), "_server", None)]
         try:
