@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mnemonia import updates
-from mnemonia.caches import Added, Changes
+from mnemonia.caches import Added, Changes, Removed
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
     InvalidInputError,
@@ -253,12 +253,20 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
     _embed_missing(rt, old)
     nowts = to_ts(rt.now())
     ids = [p.id for p in old]
-    with rt.exclusive(Changes(tenant=tenant, memories=True)):
+    with rt.exclusive(Changes(tenant=tenant, memories=True)) as scope:
         col = rt.collection(tenant, create=True)
         rt.vectors.upsert(col, ids, _matrix(old), [p.embed_text for p in old],
                           [{"kind": p.kind} for p in old])
         with rt.sql.begin() as conn:
             prev = rt.sql.memories.rows(conn, tenant, ids)
+            # each a committed memory: what recall's entity index counts changes by the
+            # entity links of those not deleted, the old ones out and the new ones in
+            kept = [p for p in old if p.id in prev and prev[p.id].deleted_at is None]
+            links = rt.sql.graph.entity_links(conn, [p.id for p in kept])
+            relinked = Changes(tenant=tenant, added=Added(0, tuple(
+                e for p in kept for e in sorted(set(p.entities)))), removed=Removed(0, tuple(
+                    e for p in kept for e in links.get(p.id, ())))) \
+                if len(prev) == len(old) else None
             rt.sql.keywords.fts_delete(conn, ids)
             rt.sql.keywords.fts_insert(conn, [(p.id, tenant, p.indexed_text) for p in old])
             rt.sql.vectors.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)
@@ -274,6 +282,8 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
                 rt.sql.events.event(conn, tenant, p.id, "updated", nowts,
                                     {"text": r.text if r is not None else None}, {"text": p.text})
             rows = rt.sql.memories.rows(conn, tenant, ids)
+        if relinked is not None:
+            scope.narrow(relinked)
     return {i: rt.sql.memories.to_memory(r) for i, r in rows.items()}
 
 

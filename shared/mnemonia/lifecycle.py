@@ -283,8 +283,9 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
     half-way is finished by the next open."""
     if not ids:
         return
-    with rt.exclusive(Changes.wholesale(tenant)):
+    with rt.exclusive(Changes.wholesale(tenant)) as scope:
         with rt.sql.begin() as conn:
+            purged = _purged(rt, conn, tenant, ids)
             rt.sql.memories.mark_deleting(conn, ids, rt.writer, to_ts(rt.now()))
         col = rt.collection(tenant, create=False)
         if col is not None:
@@ -292,6 +293,25 @@ def purge(rt: Runtime, tenant: str, ids: list[str]) -> None:
         with rt.sql.begin() as conn:
             rt.sql.memories.purge(conn, tenant, ids)
             rt.sql.memories.clear_references(conn, ids)
+        if purged is not None:
+            scope.narrow(purged)
+
+
+def _purged(rt: Runtime, conn: Connection, tenant: str, ids: Sequence[str]
+            ) -> Changes | None:
+    """What purging ``ids`` changes of the tenant, read before it, when each of them is a
+    committed memory of the tenant or not stored at all: those not deleted and their entity
+    links (counted out of recall's kept entity index, :class:`~mnemonia.caches.Removed`),
+    their use events, and the links of every memory a relation joins to one of them (kept
+    links of the tenant's other memories stay). ``None`` (the tenant changed wholesale) if
+    any is another tenant's or an unfinished write's."""
+    rows = rt.sql.memories.rows(conn, tenant, ids)
+    if set(rt.sql.memories.owners(conn, ids)) != set(rows):
+        return None
+    active = [i for i in ids if i in rows and rows[i].deleted_at is None]
+    linked = rt.sql.graph.linked_ends(conn, tenant, list(rows)) | set(rows)
+    return Changes(tenant=tenant, uses=True, linked=frozenset(linked),
+                   removed=Removed(len(active), _entity_links(rt, conn, active)))
 
 
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:

@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from mnemonia import MemoryEngine
 from mnemonia.caches import Changes, RecallCache
 from mnemonia.embeddings import HashingEmbedder
@@ -173,6 +172,62 @@ def test_eviction_and_consolidation_keep_the_entity_index_right(engine: MemoryEn
     assert idx.df["room:b"] == 4
 
 
+def test_a_replace_and_a_purge_keep_what_recall_kept_right(engine: MemoryEngine) -> None:
+    """A memory replaced in place (``add_many(replace=True)``, a LangGraph store's ``put`` of
+    a key it holds) has its old entity links counted out of the kept entity index and its new
+    ones in; a purge (a hard ``forget``, a store's ``delete``, the TTL sweep) counts its
+    memories out, those deleted already included as nothing. Neither makes the next recall
+    read the whole tenant, and the index equals one read afresh. A purge drops the kept
+    links of the memories related to the purged ones (and the tenant's use cues), no other."""
+    ids = _seed(engine)
+    caches, graph = engine.runtime.caches, engine.runtime.sql.graph
+    extra = engine.add_many([
+        {"text": "Zoe books the budget offsite in Lisbon", "entities": ["person:zoe",
+                                                                        "place:lisbon"]},
+        {"text": "Zoe flies to Lisbon on Friday", "entities": ["person:zoe"]},
+        {"text": "The offsite agenda is due Monday", "entities": ["topic:offsite"]},
+    ], tenant="a")
+    z1, z2, _ = (m.id for m in extra)
+    engine.relate(z1, z2, "related_to", tenant="a")
+    reads: list[str] = []
+    counts = graph.entity_counts
+
+    def recall_reading_nothing_whole(query: str) -> list[str]:
+        graph.entity_counts = lambda *a: reads.append(a[1]) or counts(*a)  # type: ignore
+        try:
+            return _recall(engine, "a", query)
+        finally:
+            graph.entity_counts = counts  # type: ignore[method-assign]
+
+    _recall(engine, "a", "Zoe Lisbon offsite")  # (counts the adds in)
+    kept = caches.entity_indexes["a"]
+    assert kept.df["person:zoe"] == 2 and kept.active == 6
+
+    engine.add_many([{"id": z1, "text": "Zoe books the budget offsite in Porto",
+                      "entities": ["person:zoe", "place:porto"]}], tenant="a", replace=True)
+    assert caches.entity_indexes["a"] is kept  # kept, the edit pending
+    assert z1 in recall_reading_nothing_whole("offsite in Porto")
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert "place:lisbon" not in idx.names and idx.df["place:porto"] == 1
+    assert idx.active == 6 and idx.matrix is not None and idx.matrix.shape[0] == len(idx.names)
+
+    # the kept links of z1 and z2 (related) and of a1 (another relation) are there
+    assert {z1, z2, ids["a1"]} <= set(caches.kept_links("a", "spread"))
+    engine.forget(ids["a2"], tenant="a")  # deleted, then purged below: counted out once
+    engine.forget(z2, tenant="a", hard=True)
+    engine.forget(ids["a2"], tenant="a", hard=True)
+    spread = caches.kept_links("a", "spread")
+    assert z1 not in spread and z2 not in spread and ids["a1"] in spread
+    assert caches.entity_indexes["a"] is idx  # kept, the purges pending
+    got = recall_reading_nothing_whole("Zoe flies to Lisbon")
+    assert z2 not in got and ids["a2"] not in got
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert idx.df["person:zoe"] == 1 and "topic:budget" not in idx.names and idx.active == 4
+    assert not reads
+
+
 def test_an_extractor_that_repeats_an_entity_links_it_once(tmp_path: Path) -> None:
     engine = MemoryEngine.open(tmp_path / "store", embedder=HashingEmbedder(),
                                entity_extractor=lambda text: ["name:ada", "name:ada"],
@@ -196,7 +251,8 @@ def test_an_index_read_while_a_write_of_the_tenant_is_under_way_is_not_kept(
     kept either."""
     ids = _seed(engine)
     caches, rt = engine.runtime.caches, engine.runtime
-    engine.forget(ids["a2"], tenant="a", hard=True)  # (a purge drops the index)
+    with rt.changing(Changes(tenant="a", memories=True)):  # a wholesale write (an import)
+        pass
     assert "a" not in caches.entity_indexes
     with rt.changing(Changes(tenant="a", memories=True)):
         assert ids["a1"] in _recall(engine, "a", "who reviews the budget")
@@ -277,10 +333,14 @@ def test_forget_restore_and_feedback_show_in_the_next_recall(engine: MemoryEngin
     engine.recall("who reviews the budget", tenant="a", k=5, min_activation=0.0)
     assert "budget owner" in caches.cue_indexes["a"].queries
 
-    engine.forget(ids["a2"], tenant="a", hard=True)  # a purge: every cache of the tenant
-    assert "a" not in caches.entity_indexes and "a" not in caches.cue_indexes
-    assert not caches.kept_links("a", "spread")
+    idx = caches.entity_indexes["a"]
+    engine.forget(ids["a2"], tenant="a", hard=True)  # a purge: counted out, its uses dropped
+    assert caches.entity_indexes["a"] is idx and "a" not in caches.cue_indexes
     assert caches.entity_indexes["b"] is kept_b and caches.cue_indexes["b"] is cues_b
+    assert ids["a2"] not in _recall(engine, "a", "budget review Thursday")
+    idx = caches.entity_indexes["a"]
+    assert (idx.names, idx.df, idx.active) == _fresh_entity_index(engine, "a")
+    assert "topic:budget" not in idx.names and idx.active == 2
 
 
 def test_a_relation_write_drops_the_kept_links_it_touches_before_its_commit(

@@ -250,6 +250,22 @@ class Graph:
                 out.append((src, dst, rtype, -nw, 1, seq))
         return out
 
+    def linked_ends(self, conn: Connection, tenant: str, ids: Sequence[str]) -> set[str]:
+        """The memories at the other end of any relation touching ``ids`` (a purge's: whose
+        kept links name one of them)."""
+        out: set[str] = set()
+        for chunk in chunks(list(ids)):
+            marks = self.db.in_marks(len(chunk))
+            # Two index searches, by source and by target (created_at is read so that no
+            # index covers the query: SQLite would otherwise read the tenant's whole range of
+            # ix_relations_incoming for the target side).
+            for src, dst, _ in self.db.fetch(conn, (
+                    f"SELECT src, dst, created_at FROM relations WHERE tenant = ? "
+                    f"AND src IN ({marks}) UNION SELECT src, dst, created_at FROM relations "
+                    f"WHERE tenant = ? AND dst IN ({marks})"), (tenant, *chunk, tenant, *chunk)):
+                out.update((src, dst))
+        return out - set(ids)
+
     def typed_links(self, conn: Connection, tenant: str, ids: Sequence[str],
                     types: Sequence[str]) -> list[Any]:
         """``(src, dst, type, strength)`` of the ``types`` relations touching ``ids``."""
