@@ -15,7 +15,8 @@ write of the tenant's memories is under way (:meth:`RecallCache.index_epoch`,
 :meth:`RecallCache.keep_index`). Two writes do not drop the entity index: an add, or an
 enrichment, that went through (:class:`Added`) leaves it kept and what it added pending, and
 the next recall counts that in (:meth:`RecallCache.entity_index`), so a recall after one does
-not read the whole tenant's entity counts again.
+not read the whole tenant's entity counts again. New word vectors do not drop the word index
+either: the words a write stored are read in after it ends (:meth:`RecallCache.new_terms`).
 
 No service drops a cache by hand. A write's scope (``Runtime.writing``, ``exclusive``,
 ``changing``) names what the write changes (:class:`Changes`: a tenant's memories, its use
@@ -62,10 +63,11 @@ class EntityIndex:
 @dataclass
 class TermIndex:
     """The words memories use that have a word vector (for the store's model, every
-    tenant's), kept in memory for recall's keyword expansion; rebuilt after enrichment."""
+    tenant's), kept in memory for recall's keyword expansion; the words a write stores are
+    appended after it (``terms`` is then not in order: nothing depends on it)."""
 
     terms: list[str]
-    matrix: np.ndarray | None
+    matrix: np.ndarray | None  # row i: the vector of terms[i] (a view of a larger buffer)
     position: dict[str, int]
     stems: dict[str, list[str]] | None = None  # {Porter stem: its terms}, built when asked
 
@@ -110,6 +112,11 @@ class RecallCache:
         self.cue_indexes: dict[str, CueIndex] = {}
         self.cue_vectors: dict[str, np.ndarray] = {}
         self.term_index: TermIndex | None = None
+        # words whose vectors a write is storing (reported inside its transaction), and those
+        # of writes that ended since, which the word index reads in (new_terms)
+        self._terms_written: set[str] = set()
+        self._terms_ended: set[str] = set()
+        self.terms_reading = threading.Lock()  # held by the recall reading new words in
         self.word_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query words
         self.word_expansions: dict[str, dict[str, float]] = {}  # query word -> related words
         # tenant -> memory id -> the query of the last recall (with touches) that returned it
@@ -229,11 +236,17 @@ class RecallCache:
         the memories whose relations it touches are dropped now, and again when the tenant's
         memories are next reported changed, which the write's scope does after its commit (a
         recall between the two may have read and kept the links as they were before); new
-        word vectors drop the word index."""
+        word vectors (``terms``) are read into the word index after the write ends (any
+        others drop it), and the kept expansions of query words are dropped now and then."""
         if changes.tenant is not None and changes.linked:
             self._links_written(changes.tenant, changes.linked)
         if changes.words:
-            self._forget_terms()
+            with self._lock:
+                if changes.terms and len(self._terms_written) < KEPT_MEMORIES:
+                    self._terms_written.update(changes.terms)
+                    self.word_expansions = {}
+                else:
+                    self._forget_terms()
 
     def begins(self, *changes: Changes) -> None:
         """Writes that will change ``changes`` begin (the runtime's write scopes, before their
@@ -252,6 +265,12 @@ class RecallCache:
         told of them. Called by the runtime's write scopes (``Runtime.writing``, ``exclusive``,
         ``changing``) as they end; nothing else drops a cache."""
         with self._lock:
+            if self._terms_written:  # (committed by now, or rolled back)
+                self._terms_ended.update(self._terms_written)
+                self._terms_written.clear()
+                self.word_expansions = {}
+                if len(self._terms_ended) > KEPT_MEMORIES:  # (no recall read them in)
+                    self._forget_terms()
             for c in begun:
                 if c.tenant is not None and c.memories:
                     left = self._under_way.get(c.tenant, 0) - 1
@@ -261,7 +280,8 @@ class RecallCache:
                         self._under_way.pop(c.tenant, None)
         for c in changes:
             if c.words:
-                self._forget_terms()
+                with self._lock:
+                    self._forget_terms()
             if c.tenant is None:
                 continue
             if c.memories:
@@ -279,10 +299,36 @@ class RecallCache:
                 with self._lock:
                     self._drop_links(c.tenant, set(c.linked))
 
+    def new_terms(self, index: TermIndex) -> set[str]:
+        """The words whose vectors writes that ended since stored, for ``index`` (the kept
+        word index) to read in; taken (a word not stored after all goes back with
+        :meth:`terms_unread`)."""
+        with self._lock:
+            if self.term_index is not index or not self._terms_ended:
+                return set()
+            taken, self._terms_ended = self._terms_ended, set()
+            return taken
+
+    def keep_term_index(self, built_on: TermIndex, index: TermIndex) -> None:
+        """Keep ``index`` (``built_on`` with new words read in), unless the word index was
+        dropped or replaced meanwhile."""
+        with self._lock:
+            if self.term_index is built_on:
+                self.term_index = index
+
+    def terms_unread(self, terms: Iterable[str]) -> None:
+        """Words taken by :meth:`new_terms` that have no stored vector (yet: a write still
+        open, or rolled back): read again after the next write ends."""
+        with self._lock:
+            if self.term_index is not None:
+                self._terms_written.update(terms)
+
     def _forget_terms(self) -> None:
-        """Drop the word-vector index (new words got vectors)."""
+        """(The lock held.) Drop the word-vector index (words got vectors it cannot read in)."""
         self.term_index = None
         self.word_expansions = {}
+        self._terms_written.clear()
+        self._terms_ended.clear()
 
     def _drop_index(self, cache: dict[str, Any], tenant: str) -> None:
         with self._lock:

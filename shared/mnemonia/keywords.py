@@ -109,14 +109,50 @@ def keyword_query(rt: Runtime, conn: Connection, tenant: str, tokens: Sequence[s
 
 
 def term_index(rt: Runtime, conn: Connection) -> TermIndex:
-    """Every stored word vector of the store's model, cached until enrichment adds some."""
+    """Every stored word vector of the store's model, read once and kept; the words writes
+    stored since are read in (:meth:`RecallCache.new_terms`), not every word again."""
     idx = rt.caches.term_index
     if idx is None:
         terms, matrix = rt.sql.terms.term_vectors_all(conn, rt.embedder.name)
         idx = TermIndex(terms=terms, matrix=matrix if terms else None,
                         position={t: i for i, t in enumerate(terms)})
         rt.caches.term_index = idx
+    with rt.caches.terms_reading:  # (one recall at a time appends to the index's rows)
+        new = rt.caches.new_terms(idx)
+        if new:
+            grown = _read_in(rt, conn, idx, new)
+            rt.caches.keep_term_index(idx, grown)
+            idx = grown
     return idx
+
+
+def _read_in(rt: Runtime, conn: Connection, idx: TermIndex, words: set[str]) -> TermIndex:
+    """``idx`` with the stored vectors of ``words`` appended (a new index sharing the old
+    one's rows: a recall may be using it); words not stored go back to be read later."""
+    found = rt.sql.terms.term_vectors_of(conn, rt.embedder.name, words - idx.position.keys())
+    rt.caches.terms_unread(words - found.keys() - idx.position.keys())
+    if not found:
+        return idx
+    add = sorted(found)
+    n, dim = len(idx.terms), len(found[add[0]])
+    buffer = idx.matrix.base if idx.matrix is not None and idx.matrix.base is not None \
+        else idx.matrix
+    if buffer is None or buffer.shape[1] != dim or buffer.shape[0] < n + len(add):
+        # room for as many again (appends cost the new rows, not a copy of every row)
+        grown = np.zeros((max(2 * (n + len(add)), 256), dim), dtype=np.float32)
+        if idx.matrix is not None and n:
+            grown[:n] = idx.matrix
+        buffer = grown
+    buffer[n:n + len(add)] = np.stack([found[t] for t in add])
+    position = dict(idx.position)
+    position.update((t, n + j) for j, t in enumerate(add))
+    stems = None
+    if idx.stems is not None:
+        stems = dict(idx.stems)
+        for t in add:
+            stems[stem(t)] = [*stems.get(stem(t), ()), t]
+    return TermIndex(terms=[*idx.terms, *add], matrix=buffer[:n + len(add)],
+                     position=position, stems=stems)
 
 
 def _word_vectors(rt: Runtime, idx: TermIndex, words: Sequence[str]) -> np.ndarray:
@@ -166,7 +202,7 @@ def _expansions(rt: Runtime, conn: Connection, qtok: Sequence[str]
         cfg = rt.config
         for word, related in zip(todo, _near_words(rt, idx, todo), strict=True):
             if cfg.keyword_stem_credit > 0:
-                for u in _stem_groups(idx).get(stem(word), ()):
+                for u in sorted(_stem_groups(idx).get(stem(word), ())):
                     if u != word and related.get(u, 0.0) < cfg.keyword_stem_credit:
                         related[u] = cfg.keyword_stem_credit
             known[word] = related
@@ -184,10 +220,13 @@ def _near_words(rt: Runtime, idx: TermIndex, words: list[str]) -> list[dict[str,
     sims = _similarities(_word_vectors(rt, idx, words), idx.matrix)
     n = min(EXPANSIONS_PER_WORD + 1, sims.shape[1])
     out = []
+    terms = idx.terms
     for row, word in zip(sims, words, strict=True):
-        top = np.argpartition(-row, n - 1)[:n] if n < row.shape[0] else np.arange(row.shape[0])
-        out.append({idx.terms[j]: act.expansion_credit(float(row[j]), theta)
-                    for j in top.tolist() if row[j] >= theta and idx.terms[j] != word})
+        # the n nearest, equal similarities by word (not by where a word sits in the index:
+        # words stored later are appended)
+        least = max(theta, float(np.partition(row, row.shape[0] - n)[row.shape[0] - n]))
+        near = sorted((-float(row[j]), terms[j]) for j in np.flatnonzero(row >= least).tolist())
+        out.append({t: act.expansion_credit(-s, theta) for s, t in near[:n] if t != word})
     return out
 
 

@@ -228,6 +228,51 @@ def test_a_replace_and_a_purge_keep_what_recall_kept_right(engine: MemoryEngine)
     assert not reads
 
 
+def _fresh_terms(engine: MemoryEngine) -> dict[str, list[float]]:
+    rt = engine.runtime
+    with rt.reading() as conn:
+        terms, matrix = rt.sql.terms.term_vectors_all(conn, rt.embedder.name)
+    return {t: matrix[i].tolist() for i, t in enumerate(terms)}
+
+
+def test_new_word_vectors_are_read_into_the_kept_word_index(engine: MemoryEngine) -> None:
+    """Enrichment stores the vectors of new words: the kept word index reads those in after
+    the write (not every word again), equal to one read afresh, and recall ranks with it as
+    with a fresh one. Words of a write that rolled back are not read in."""
+    rt, caches = engine.runtime, engine.runtime.caches
+    engine.add_many([{"text": t} for t in ("Priya reviews the quarterly budget",
+                                           "The budget review moved to Thursday")], tenant="a")
+    engine.enrich(tenant="a")
+    _recall(engine, "a", "budget reviews")
+    kept = caches.term_index
+    assert kept is not None and "quarterly" in kept.position
+    whole: list[str] = []
+    read_all = rt.sql.terms.term_vectors_all
+    rt.sql.terms.term_vectors_all = lambda *a: whole.append("read") or read_all(*a)  # type: ignore
+    engine.add_many([{"text": "Omar audits the quarterly spreadsheets in Lisbon"},
+                     {"text": "Spreadsheets of the budget are audited yearly"}], tenant="a")
+    engine.enrich(tenant="a")
+    assert caches.term_index is kept  # kept; the new words are read in at the next recall
+    got = _recall(engine, "a", "who audits spreadsheets?")
+    idx = caches.term_index
+    assert idx is not None and idx is not kept and not whole
+    held = {t: idx.matrix[idx.position[t]].tolist() for t in idx.terms}  # type: ignore[index]
+    assert held == _fresh_terms(engine) and len(idx.terms) == len(idx.position)
+    assert {"audits", "spreadsheets", "lisbon"} <= set(idx.terms) - set(kept.terms)
+
+    with pytest.raises(RuntimeError), rt.writing() as conn:  # stored, then rolled back
+        rt.sql.terms.term_vectors_put(conn, rt.embedder.name,
+                                      [("zeppelin", rt.embedder.embed_documents(["x"])[0])])
+        raise RuntimeError("the write fails after storing a word")
+    again = _recall(engine, "a", "who audits spreadsheets?")
+    assert again == got and "zeppelin" not in caches.term_index.position  # type: ignore
+    rt.sql.terms.term_vectors_all = read_all  # type: ignore[method-assign]
+    with rt.changing(Changes(words=True)):  # (any words: the index is read afresh)
+        pass
+    assert caches.term_index is None
+    assert _recall(engine, "a", "who audits spreadsheets?") == got
+
+
 def test_an_extractor_that_repeats_an_entity_links_it_once(tmp_path: Path) -> None:
     engine = MemoryEngine.open(tmp_path / "store", embedder=HashingEmbedder(),
                                entity_extractor=lambda text: ["name:ada", "name:ada"],

@@ -47,6 +47,8 @@ class Changes:
         relations: Any relation of the tenant (all of them may have changed).
         linked: The memories whose relations the write adds or changes (the others' stay).
         words: Word vectors were added (every tenant's keyword expansion may change).
+        terms: With ``words``, the words whose vectors the write stores (recall's word index
+            reads those in after the write instead of every word again); none: any word.
         added: New memories or entity links, and nothing else of the tenant's memories (an
             add or an enrichment that went through; with ``memories`` it says nothing more).
         removed: Deleted memories (soft), and nothing else of the tenant's memories, as
@@ -64,6 +66,7 @@ class Changes:
     relations: bool = False
     linked: frozenset[str] = frozenset()
     words: bool = False
+    terms: frozenset[str] = frozenset()
     added: Added | None = None
     removed: Removed | None = None
 

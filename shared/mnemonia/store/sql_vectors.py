@@ -70,7 +70,7 @@ class TermVectors:
         """Store ``(term, vector)`` pairs; a term another process stored first is kept."""
         if not items:
             return
-        self.db.report(Changes(words=True))
+        self.db.report(Changes(words=True, terms=frozenset(t for t, _ in items)))
         self.db.insert_or_ignore(conn, term_vectors, [
             {"model": model, "term": t, "vector": _f32_bytes(v)} for t, v in items])
 
@@ -82,6 +82,16 @@ class TermVectors:
             return [], np.zeros((0, 0), dtype=np.float32)
         return ([r[0] for r in rows],
                 np.stack([np.frombuffer(bytes(r[1]), dtype=np.float32) for r in rows]))
+
+    def term_vectors_of(self, conn: Connection, model: str, terms: Iterable[str]
+                        ) -> dict[str, np.ndarray]:
+        """``{term: its vector}`` of those of ``terms`` that have one for ``model``."""
+        out: dict[str, np.ndarray] = {}
+        for chunk in chunks(sorted(set(terms)), 500):
+            out.update((r[0], np.frombuffer(bytes(r[1]), dtype=np.float32)) for r in self.db.fetch(
+                conn, "SELECT term, vector FROM term_vectors WHERE model = ? AND term IN "
+                f"({self.db.in_marks(len(chunk))})", (model, *chunk)))
+        return out
 
     def term_vector_count(self, conn: Connection, model: str) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(term_vectors).where(
