@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mnemonia import updates
+from mnemonia import lifecycle, updates
 from mnemonia.caches import Added, Changes, Removed
 from mnemonia.clock import to_ts
 from mnemonia.errors import (
@@ -262,11 +262,12 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
             # each a committed memory: what recall's entity index counts changes by the
             # entity links of those not deleted, the old ones out and the new ones in
             kept = [p for p in old if p.id in prev and prev[p.id].deleted_at is None]
-            links = rt.sql.graph.entity_links(conn, [p.id for p in kept])
-            relinked = Changes(tenant=tenant, added=Added(0, tuple(
-                e for p in kept for e in sorted(set(p.entities)))), removed=Removed(0, tuple(
-                    e for p in kept for e in links.get(p.id, ())))) \
-                if len(prev) == len(old) else None
+            relinked = None
+            if len(prev) == len(old):
+                added = tuple(e for p in kept for e in sorted(set(p.entities)))
+                removed = lifecycle.entity_links(rt, conn, [p.id for p in kept])
+                relinked = Changes(tenant=tenant, added=Added(0, added),
+                                   removed=Removed(0, removed))
             rt.sql.keywords.fts_delete(conn, ids)
             rt.sql.keywords.fts_insert(conn, [(p.id, tenant, p.indexed_text) for p in old])
             rt.sql.vectors.vectors_put(conn, [(p.id, p.vector) for p in old], replace=True)

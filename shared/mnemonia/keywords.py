@@ -150,7 +150,8 @@ def _read_in(rt: Runtime, conn: Connection, idx: TermIndex, words: set[str]) -> 
     if idx.stems is not None:
         stems = dict(idx.stems)
         for t in add:
-            stems[stem(t)] = [*stems.get(stem(t), ()), t]
+            root = stem(t)
+            stems[root] = [*stems.get(root, ()), t]
     return TermIndex(terms=[*idx.terms, *add], matrix=buffer[:n + len(add)],
                      position=position, stems=stems)
 

@@ -21,9 +21,9 @@ from mnemonia.scoring import activation as act
 from mnemonia.scoring import sm2
 from mnemonia.store.database import Connection
 
-__all__ = ["feedback", "forget", "get", "history", "list_memories", "pin", "purge", "relate",
-           "relations", "restore", "review_update", "stats", "supersede", "supersede_in",
-           "unsupersede", "update_metadata"]
+__all__ = ["entity_links", "feedback", "forget", "get", "history", "list_memories", "pin",
+           "purge", "relate", "relations", "restore", "review_update", "soft_deleted", "stats",
+           "supersede", "supersede_in", "unsupersede", "update_metadata"]
 
 
 def review_update(state: sm2.SM2State, utility: float, quality: int, now: datetime
@@ -268,10 +268,10 @@ def soft_deleted(rt: Runtime, conn: Connection, tenant: str, ids: Sequence[str])
     """What soft-deleting ``ids`` (committed memories of ``tenant`` this transaction just
     deleted) changed of the tenant: those memories and their entity links, which recall's
     kept entity index counts out (:class:`~mnemonia.caches.Removed`)."""
-    return Changes(tenant=tenant, removed=Removed(len(ids), _entity_links(rt, conn, ids)))
+    return Changes(tenant=tenant, removed=Removed(len(ids), entity_links(rt, conn, ids)))
 
 
-def _entity_links(rt: Runtime, conn: Connection, ids: Sequence[str]) -> tuple[str, ...]:
+def entity_links(rt: Runtime, conn: Connection, ids: Sequence[str]) -> tuple[str, ...]:
     """The entity of each entity link of ``ids`` (what recall's entity index counts)."""
     links = rt.sql.graph.entity_links(conn, ids)
     return tuple(e for i in ids for e in links.get(i, ()))
@@ -311,7 +311,7 @@ def _purged(rt: Runtime, conn: Connection, tenant: str, ids: Sequence[str]
     active = [i for i in ids if i in rows and rows[i].deleted_at is None]
     linked = rt.sql.graph.linked_ends(conn, tenant, list(rows)) | set(rows)
     return Changes(tenant=tenant, uses=True, linked=frozenset(linked),
-                   removed=Removed(len(active), _entity_links(rt, conn, active)))
+                   removed=Removed(len(active), entity_links(rt, conn, active)))
 
 
 def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
@@ -326,7 +326,7 @@ def restore(rt: Runtime, tenant: str, memory_id: str) -> Memory:
                                 {"deleted_at": None})
             # it comes back with its entity links: counted into recall's entity index
             scope.narrow(Changes(tenant=tenant,
-                                 added=Added(1, _entity_links(rt, conn, [memory_id]))))
+                                 added=Added(1, entity_links(rt, conn, [memory_id]))))
         else:
             scope.narrow(Changes(tenant=tenant))  # not deleted: nothing changed
         mem = rt.sql.memories.memory(conn, tenant, memory_id)

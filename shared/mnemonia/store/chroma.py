@@ -386,9 +386,8 @@ class ChromaIndex:
                     left = self._at_least.get(name, 0) - deleting
                     if left > self.exact_limit:
                         self._at_least[name] = left
-                    else:
-                        self._at_least.pop(name, None)
-                        self._mirrors.pop(name, None)
+                if left <= self.exact_limit:
+                    self._drop_mirror(name)
             try:
                 yield mirror
             except BaseException:

@@ -81,14 +81,14 @@ class TermVectors:
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
         return ([r[0] for r in rows],
-                np.stack([np.frombuffer(bytes(r[1]), dtype=np.float32) for r in rows]))
+                np.stack([_f32_vector(r[1]) for r in rows]))
 
     def term_vectors_of(self, conn: Connection, model: str, terms: Iterable[str]
                         ) -> dict[str, np.ndarray]:
         """``{term: its vector}`` of those of ``terms`` that have one for ``model``."""
         out: dict[str, np.ndarray] = {}
         for chunk in chunks(sorted(set(terms)), 500):
-            out.update((r[0], np.frombuffer(bytes(r[1]), dtype=np.float32)) for r in self.db.fetch(
+            out.update((r[0], _f32_vector(r[1])) for r in self.db.fetch(
                 conn, "SELECT term, vector FROM term_vectors WHERE model = ? AND term IN "
                 f"({self.db.in_marks(len(chunk))})", (model, *chunk)))
         return out
@@ -101,3 +101,8 @@ class TermVectors:
 
 def _f32_bytes(vector: Any) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def _f32_vector(stored: Any) -> np.ndarray:
+    """The vector :func:`_f32_bytes` stored."""
+    return np.frombuffer(bytes(stored), dtype=np.float32)
