@@ -71,3 +71,19 @@ def test_default_cache_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "mnemonia" / "onnx"
+
+
+def test_onnx_threads_and_batch_workers_follow_the_cpus(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """A query runs on the process's CPUs (at most two intra-op threads); a list is spread
+    over as many runs at once as the CPUs left over hold (at most two), so two CPUs give one
+    run on two threads, and a one-thread session gets two runs."""
+    import mnemonia.embeddings.onnx as onnx_module
+
+    for cpus, threads, workers, one_thread_workers in ((1, 1, 1, 1), (2, 2, 1, 2),
+                                                       (4, 2, 2, 2), (16, 2, 2, 2)):
+        monkeypatch.setattr(onnx_module, "_cpus", lambda n=cpus: n)
+        emb = OnnxEmbedder()
+        assert (emb._threads, emb.batch_workers) == (threads, workers), cpus
+        assert OnnxEmbedder(threads=1).batch_workers == one_thread_workers, cpus
+        assert OnnxEmbedder(threads=3, batch_workers=5).batch_workers == 5

@@ -91,6 +91,18 @@ def test_onnx_vectors_agree_with_torch(onnx: OnnxEmbedder, real_embedder) -> Non
     assert onnx.name == real_embedder.name
 
 
+def test_the_session_runs_on_the_default_threads_without_spinning(onnx: OnnxEmbedder
+                                                                  ) -> None:
+    """The loaded session has the embedder's intra-op threads (default: the CPUs, at most
+    two) and a pool that never spins (an idle thread would take the core recall's keyword
+    side and the writer thread need)."""
+    from mnemonia.embeddings.onnx import default_threads
+
+    opts = onnx._load()[0].get_session_options()
+    assert opts.intra_op_num_threads == default_threads() == onnx._threads
+    assert opts.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_embed_documents_keeps_the_input_order(onnx: OnnxEmbedder) -> None:
     forward = onnx.embed_documents(TEXTS)
     order = [13, 0, 8, 4, 14, 2, 16, 1, 9, 3, 12, 5, 15, 6, 11, 7, 10]

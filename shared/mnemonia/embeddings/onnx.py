@@ -42,21 +42,30 @@ from mnemonia.embeddings.base import (
 from mnemonia.embeddings.sentence_transformers import SentenceTransformerEmbedder
 from mnemonia.errors import MissingDependencyError, MnemoniaError, StoreError
 
-__all__ = ["DEFAULT_THREADS", "EXPORT_FORMAT", "OPSET", "OnnxEmbedder", "default_batch_workers",
-           "default_cache_dir", "model_key"]
+__all__ = ["EXPORT_FORMAT", "MAX_DEFAULT_THREADS", "OPSET", "OnnxEmbedder",
+           "default_batch_workers", "default_cache_dir", "default_threads", "model_key"]
 
 EXPORT_FORMAT = 1
 """Version of the export recipe (graph, inputs, manifest); a change gets a new cache folder."""
 OPSET = 17
-DEFAULT_THREADS = 1
-"""ONNX Runtime intra-op threads. One: on the shared 2-core machine of the benchmarks
-(``benchmarks/embedder.py``, two runs) a second thread made both slower: query p50 27-37 ms
-against 12-16 ms, batch ingest 22-23 against 28-30 texts/s (int8 alike)."""
+MAX_DEFAULT_THREADS = 2
+"""ONNX Runtime intra-op threads by default: the CPUs the process may use, at most this many
+(:func:`default_threads`). Their pool never spins (``session.intra_op.allow_spinning`` 0): an
+idle helper thread waits instead of burning the core that recall's keyword side, the
+writer thread or another process needs. On the 2-core development machine (2026-11-29, seventh session, 300
+queries of the speed corpus, 15.6 tokens on average, ``session.run`` alone) a query took
+p50 3.9 ms on two non-spinning threads against 5.4-5.5 ms on one (two spinning: 3.1 ms, but
+slower inside recall, p95 17.3 against 14.1 ms); beside two busy processes p50 5.9-6.1 /
+p95 9.1-9.6 ms against 5.8-9.2 / 13.9-14.1 ms on one. Earlier measurements that kept one
+thread (query p50 27-37 ms against 12-16 ms on the loaded machine) had the pool spinning."""
 DEFAULT_BATCH_SIZE = 64
 MAX_DEFAULT_BATCH_WORKERS = 2
-"""Concurrent ``session.run`` calls for a list of texts, by default at most this many (fewer
-when the process may use fewer CPUs). Each call runs on its own thread with the session's one
-intra-op thread, so nothing spins: on the 2-core development machine (2026-11-29, 500 texts
+"""Concurrent ``session.run`` calls for a list of texts, by default at most this many: the
+process's CPUs over the session's intra-op threads (:func:`default_batch_workers`; one when
+the threads cover the CPUs: on the 2-core development machine, 2026-11-29, seventh session, 500 texts, one
+run on two threads embeds 535-539 texts/s against 531-549 for two runs on one thread each
+and 448-463 for two runs on two threads each). With one intra-op thread each call runs on
+its own thread: on the 2-core development machine (2026-11-29, 500 texts
 of the speed corpus) two calls embed 250-277 texts/s against 128-133 for one; beside two busy
 processes 116-139 against 78-82; ``add_many`` of 1,000 memories on the 10k store 122-125
 against 76-83 memories/s. More than two is not measured (no larger machine here)."""
@@ -172,6 +181,7 @@ def _make_session(blob: bytes, threads: int) -> Any:
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see MAX_DEFAULT_THREADS
     return ort.InferenceSession(blob, opts, providers=["CPUExecutionProvider"])
 
 
@@ -205,13 +215,23 @@ class _Tokens:
         return out
 
 
-def default_batch_workers() -> int:
-    """The CPUs this process may use, at most :data:`MAX_DEFAULT_BATCH_WORKERS`."""
+def _cpus() -> int:
+    """The CPUs this process may use."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not every platform has affinity
-        cpus = os.cpu_count() or 1
-    return max(1, min(MAX_DEFAULT_BATCH_WORKERS, cpus))
+        return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    """The CPUs this process may use, at most :data:`MAX_DEFAULT_THREADS`."""
+    return max(1, min(MAX_DEFAULT_THREADS, _cpus()))
+
+
+def default_batch_workers(threads: int = 1) -> int:
+    """The CPUs this process may use over ``threads`` (each run's intra-op threads), at
+    least one, at most :data:`MAX_DEFAULT_BATCH_WORKERS`."""
+    return max(1, min(MAX_DEFAULT_BATCH_WORKERS, _cpus() // max(1, threads)))
 
 
 def _run(session: Any, tokens: _Tokens, texts: Sequence[str], batch_size: int,
@@ -378,10 +398,12 @@ class OnnxEmbedder:
     is the model's, as for :class:`~mnemonia.embeddings.SentenceTransformerEmbedder`, so a
     store built with either opens with the other.
 
-    A query runs on the calling thread with ``threads`` intra-op threads (one by default: the
-    lowest latency on a shared machine). :meth:`embed_documents` sorts the texts by token
-    count and runs ``batch_workers`` batches of at most ``batch_size`` at once, each on its own
-    thread (default :func:`default_batch_workers`: the process's CPUs, at most two).
+    A query runs on the calling thread with ``threads`` intra-op threads (default
+    :func:`default_threads`: the process's CPUs, at most two; the pool never spins).
+    :meth:`embed_documents` sorts the texts by token count and runs ``batch_workers`` batches
+    of at most ``batch_size`` at once, each on its own thread (default
+    :func:`default_batch_workers`: the process's CPUs over ``threads``, at most two; one
+    with the default threads on two CPUs).
 
     Example:
         >>> emb = OnnxEmbedder()  # doctest: +SKIP
@@ -393,9 +415,11 @@ class OnnxEmbedder:
                  cache_dir: str | os.PathLike[str] | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  name: str = DEFAULT_MODEL_NAME, batch_size: int = DEFAULT_BATCH_SIZE,
-                 threads: int = DEFAULT_THREADS, batch_workers: int | None = None) -> None:
-        if batch_workers is None:
-            batch_workers = default_batch_workers()
+                 threads: int | None = None, batch_workers: int | None = None) -> None:
+        if threads is None:
+            threads = default_threads()
+        if batch_workers is None and isinstance(threads, int) and threads >= 1:
+            batch_workers = default_batch_workers(threads)
         for what, n in (("batch_size", batch_size), ("threads", threads),
                         ("batch_workers", batch_workers)):
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
