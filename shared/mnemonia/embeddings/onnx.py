@@ -51,22 +51,23 @@ OPSET = 17
 MAX_DEFAULT_THREADS = 2
 """ONNX Runtime intra-op threads by default: the CPUs the process may use, at most this many
 (:func:`default_threads`). Their pool never spins (``session.intra_op.allow_spinning`` 0): an
-idle helper thread waits instead of burning the core that recall's keyword side, the
-writer thread or another process needs. On the 2-core development machine (2026-11-29, seventh session, 300
-queries of the speed corpus, 15.6 tokens on average, ``session.run`` alone) a query took
-p50 3.9 ms on two non-spinning threads against 5.4-5.5 ms on one (two spinning: 3.1 ms, but
-slower inside recall, p95 17.3 against 14.1 ms); beside two busy processes p50 5.9-6.1 /
-p95 9.1-9.6 ms against 5.8-9.2 / 13.9-14.1 ms on one. Earlier measurements that kept one
-thread (query p50 27-37 ms against 12-16 ms on the loaded machine) had the pool spinning."""
+idle helper thread waits instead of burning the core that recall's keyword side, the writer
+thread or another process needs. On the 2-core development machine (2026-11-29, seventh
+session, 300 queries of the speed corpus, 15.6 tokens on average, ``session.run`` alone) a
+query took p50 3.9 ms on two non-spinning threads against 5.4-5.5 ms on one (two spinning:
+3.1 ms, but slower inside recall); beside two busy processes p50 5.9-6.1 / p95 9.1-9.6 ms
+against 5.8-9.2 / 13.9-14.1 ms on one; a real recall of the enriched 10k store p50
+10.1-10.8 ms against 11.2-12.1 ms. (An earlier session, on a slower and busier machine,
+measured two threads slower inside recall and kept one: ``docs/benchmarks/speed.md``.)"""
 DEFAULT_BATCH_SIZE = 64
 MAX_DEFAULT_BATCH_WORKERS = 2
 """Concurrent ``session.run`` calls for a list of texts, by default at most this many: the
 process's CPUs over the session's intra-op threads (:func:`default_batch_workers`; one when
-the threads cover the CPUs: on the 2-core development machine, 2026-11-29, seventh session, 500 texts, one
-run on two threads embeds 535-539 texts/s against 531-549 for two runs on one thread each
-and 448-463 for two runs on two threads each). With one intra-op thread each call runs on
-its own thread: on the 2-core development machine (2026-11-29, 500 texts
-of the speed corpus) two calls embed 250-277 texts/s against 128-133 for one; beside two busy
+the threads cover the CPUs: on the 2-core development machine, 2026-11-29, seventh session,
+500 texts, one run on two threads embeds 535-539 texts/s against 531-549 for two runs on one
+thread each and 448-463 for two runs on two threads each). With one intra-op thread each
+call runs on its own thread: on the 2-core development machine (2026-11-29, 500 texts of
+the speed corpus) two calls embed 250-277 texts/s against 128-133 for one; beside two busy
 processes 116-139 against 78-82; ``add_many`` of 1,000 memories on the 10k store 122-125
 against 76-83 memories/s. More than two is not measured (no larger machine here)."""
 PROBES = (
