@@ -390,6 +390,11 @@ def _quantize(model_dir: Path, source: _Cached, dest: Path) -> dict[str, Any]:
     return fields
 
 
+def _check_count(what: str, n: object) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise MnemoniaError(f"OnnxEmbedder {what}={n!r}: must be an integer >= 1")
+
+
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 (bundled) through ONNX Runtime: the sentence-transformers vectors to
     float precision (``quantized=True``: int8 weights, close but not equal vectors).
@@ -419,12 +424,11 @@ class OnnxEmbedder:
                  threads: int | None = None, batch_workers: int | None = None) -> None:
         if threads is None:
             threads = default_threads()
-        if batch_workers is None and isinstance(threads, int) and threads >= 1:
+        for what, n in (("batch_size", batch_size), ("threads", threads)):
+            _check_count(what, n)
+        if batch_workers is None:
             batch_workers = default_batch_workers(threads)
-        for what, n in (("batch_size", batch_size), ("threads", threads),
-                        ("batch_workers", batch_workers)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise MnemoniaError(f"OnnxEmbedder {what}={n!r}: must be an integer >= 1")
+        _check_count("batch_workers", batch_workers)
         self.name = name
         self.quantized = bool(quantized)
         self._model_dir = Path(model_path) if model_path is not None else None
