@@ -4,7 +4,7 @@ what recall and export read without asking Chroma) and the word vectors of keywo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,11 +58,7 @@ class TermVectors:
                              ) -> list[str]:
         """Those of ``terms`` that have no word vector for ``model`` yet."""
         terms = sorted(set(terms))
-        have: set[str] = set()
-        for chunk in chunks(terms, 500):
-            have.update(r[0] for r in self.db.fetch(
-                conn, "SELECT term FROM term_vectors WHERE model = ? AND term IN "
-                f"({self.db.in_marks(len(chunk))})", (model, *chunk)))
+        have = {r[0] for r in self._stored(conn, model, terms, "term")}
         return [t for t in terms if t not in have]
 
     def term_vectors_put(self, conn: Connection, model: str,
@@ -86,12 +82,16 @@ class TermVectors:
     def term_vectors_of(self, conn: Connection, model: str, terms: Iterable[str]
                         ) -> dict[str, np.ndarray]:
         """``{term: its vector}`` of those of ``terms`` that have one for ``model``."""
-        out: dict[str, np.ndarray] = {}
-        for chunk in chunks(sorted(set(terms)), 500):
-            out.update((r[0], _f32_vector(r[1])) for r in self.db.fetch(
-                conn, "SELECT term, vector FROM term_vectors WHERE model = ? AND term IN "
-                f"({self.db.in_marks(len(chunk))})", (model, *chunk)))
-        return out
+        return {r[0]: _f32_vector(r[1])
+                for r in self._stored(conn, model, sorted(set(terms)), "term, vector")}
+
+    def _stored(self, conn: Connection, model: str, terms: Sequence[str], columns: str
+                ) -> Iterator[Any]:
+        """``columns`` of the stored word vectors of ``terms`` for ``model`` (500 a read)."""
+        for chunk in chunks(terms, 500):
+            yield from self.db.fetch(
+                conn, f"SELECT {columns} FROM term_vectors WHERE model = ? AND term IN "
+                f"({self.db.in_marks(len(chunk))})", (model, *chunk))
 
     def term_vector_count(self, conn: Connection, model: str) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(term_vectors).where(
