@@ -407,6 +407,18 @@ def test_entity_link_order_migration_on_postgres(postgres_url: str, tmp_path: Pa
         tmp_path / "pg-links", sql_url=db, config=MANUAL, embedder=HashingEmbedder()))
 
 
+def test_the_counts_are_kept_on_every_write_on_postgres(postgres_url: str,
+                                                       tmp_path: Path) -> None:
+    """Migration 17 on PostgreSQL: the triggers keep each tenant's entity document counts
+    and active memories on every kind of write, and the migration counts an older store in
+    (the script of ``test_kept_counts.py``)."""
+    from tests.integration.test_kept_counts import check_kept_counts
+
+    db = _new_db(postgres_url)
+    check_kept_counts(lambda: MemoryEngine.open(tmp_path / "pg-kept", sql_url=db, config=MANUAL,
+                                                embedder=HashingEmbedder()), tmp_path)
+
+
 def test_keyword_counts_migration_on_postgres(postgres_url: str, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Migration 15 on a PostgreSQL store made before it: ``keyword_df`` is filled from

@@ -33,7 +33,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -62,7 +62,7 @@ def test_relation_type_indexes_migration(tmp_path: Path) -> None:
     with store.db.engine.begin() as conn:
         for name in ("ix_relations_type_src", "ix_relations_type_dst"):
             conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")  # as before 13
-    assert store.setup() == [13, 14, 15, 16]
+    assert store.setup() == [13, 14, 15, 16, 17]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}
@@ -91,7 +91,7 @@ def test_the_memory_before_a_new_one_in_its_session_is_one_index_step(tmp_path: 
         conn.exec_driver_sql("DROP INDEX ix_memories_session_time")  # as before 16
         conn.exec_driver_sql(
             "CREATE INDEX ix_memories_tenant_session ON memories (tenant, session_id)")
-    assert store.setup() == [16]
+    assert store.setup() == [16, 17]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories'")}

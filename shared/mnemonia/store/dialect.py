@@ -11,7 +11,6 @@ filters each dialect hands out in :mod:`mnemonia.store.json_filters`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from mnemonia.errors import StoreError
 from mnemonia.store.json_filters import JsonFilter, PostgresJson, SqliteJson
+from mnemonia.store.kept_counts import count_lock_sql
 from mnemonia.store.rowcache import RowCache
 from mnemonia.store.schema import (
     fill_keyword_df,
@@ -357,12 +357,6 @@ class PostgresDialect(Dialect):
             ([d for d, _ in pairs], [t for _, t in pairs], tenant, per_target))
 
 
-def _count_lock(tenant: str) -> int:
-    """The PostgreSQL advisory lock key of a tenant's document counts."""
-    digest = hashlib.blake2b(b"keyword_df:" + tenant.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
 def _count_docs(conn: Connection, texts: Sequence[tuple[str, str]], sign: int) -> None:
     """Add (``sign`` 1) or take off (-1) the ``(tenant, indexed text)`` rows' terms in
     PostgreSQL's ``keyword_df``; a count that reaches 0 goes.
@@ -370,12 +364,15 @@ def _count_docs(conn: Connection, texts: Sequence[tuple[str, str]], sign: int) -
     Every write of a tenant's counts first takes that tenant's advisory lock (held to the
     end of the transaction; tenants in one order), so two processes writing one tenant wait
     for each other instead of locking its count rows in two orders (a deadlock): an add
-    holds its tenant's ``collections`` row from the start anyway."""
+    holds its tenant's ``collections`` row from the start anyway. The lock is the one the
+    triggers of its entity and size counts take (:func:`.kept_counts.count_lock_sql`), so
+    the two kinds of count never wait for each other in two orders either."""
     df = keyword_docs(texts)
     if not df:
         return  # texts without letters or digits ("🙂", "???"): no keyword terms
-    for key in sorted({_count_lock(tenant) for tenant, _ in texts}):
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+    for tenant in sorted({tenant for tenant, _ in texts}):
+        conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({count_lock_sql(':t')})"),
+                     {"t": tenant})
     terms = sorted(df)
     conn.execute(sa.text(
         "INSERT INTO keyword_df(term, docs) SELECT * FROM "

@@ -68,13 +68,11 @@ class Graph:
             "ORDER BY seq LIMIT ?", (tenant, entity, limit))]
 
     def entity_counts(self, conn: Connection, tenant: str) -> list[tuple[str, int]]:
-        """``(entity, linked memories not deleted)`` of the tenant."""
-        me = memory_entities
-        return [(r[0], int(r[1])) for r in conn.execute(
-            sa.select(me.c.entity, sa.func.count())
-            .select_from(me.join(memories, memories.c.id == me.c.memory_id))
-            .where(me.c.tenant == tenant, memories.c.deleted_at.is_(None))
-            .group_by(me.c.entity))]
+        """``(entity, linked memories not deleted)`` of the tenant, as the database keeps them
+        on every write (``entity_docs``, :mod:`mnemonia.store.kept_counts`): one row an
+        entity, however many memories the tenant holds."""
+        return [(r[0], int(r[1])) for r in self.db.fetch(
+            conn, "SELECT entity, docs FROM entity_docs WHERE tenant = ?", (tenant,))]
 
     def entity_members(self, conn: Connection, tenant: str, entity: str) -> set[str]:
         me = memory_entities.c

@@ -183,9 +183,10 @@ class MemoryRows:
         return [self.to_memory(r) for r in conn.execute(q)]
 
     def active_count(self, conn: Connection, tenant: str) -> int:
-        return int(conn.execute(sa.select(sa.func.count()).where(
-            memories.c.tenant == tenant, memories.c.deleted_at.is_(None),
-            is_committed(memories.c.status))).scalar_one())
+        """The tenant's committed, undeleted memories, as the database keeps the count on
+        every write (``tenant_sizes``, :mod:`mnemonia.store.kept_counts`)."""
+        rows = self.db.fetch(conn, "SELECT active FROM tenant_sizes WHERE tenant = ?", (tenant,))
+        return int(rows[0][0]) if rows else 0
 
     def active_rows(self, conn: Connection, tenant: str, columns: Sequence[str], *,
                     enriched: bool = False, not_state: str | None = None,

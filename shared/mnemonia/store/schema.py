@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from mnemonia.store.kept_counts import POSTGRES_TRIGGERS, SQLITE_TRIGGERS, fill_kept_counts
 from mnemonia.validation import row_embed_text
 
 __all__ = [
@@ -590,6 +591,14 @@ def _session_time_index(conn: Connection) -> None:
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_memories_tenant_session")
 
 
+def _kept_counts(conn: Connection) -> None:
+    """Each tenant's entity document counts and active memories, kept by triggers on every
+    write (:mod:`mnemonia.store.kept_counts`): recall's entity weights read them instead of
+    counting the tenant's links and memories at its first recall in a process."""
+    fill_kept_counts(conn, POSTGRES_TRIGGERS if conn.dialect.name == "postgresql"
+                     else SQLITE_TRIGGERS)
+
+
 # Append-only: never edit or reorder an entry that has shipped; add a new one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "core tables", _create_core),
@@ -609,4 +618,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
      _incoming_relations),
     (15, "keyword document counts kept on write in PostgreSQL", _server_keyword_df),
     (16, "memories by session and time", _session_time_index),
+    (17, "entity and tenant counts kept on write", _kept_counts),
 ]
