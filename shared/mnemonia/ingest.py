@@ -25,7 +25,7 @@ from mnemonia.errors import (
     StoreWriteTakenOverError,
     WriteOutcomeUnknownError,
 )
-from mnemonia.keywords import store_term_vectors
+from mnemonia.keywords import store_label_vectors, store_term_vectors
 from mnemonia.models import Memory
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
@@ -282,6 +282,7 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
                 r = prev.get(p.id)
                 rt.sql.events.event(conn, tenant, p.id, "updated", nowts,
                                     {"text": r.text if r is not None else None}, {"text": p.text})
+            store_label_vectors(rt, conn, [e for p in old for e in p.entities])
             rows = rt.sql.memories.rows(conn, tenant, ids)
         if relinked is not None:
             scope.narrow(relinked)
@@ -357,6 +358,8 @@ def _insert_pending(rt: Runtime, tenant: str, items: list[PreparedMemory], state
                   if st == reeval.IMMEDIATE]
         if enrich:
             enrich_items(rt, conn, tenant, enrich, nowts)
+        store_label_vectors(rt, conn, [e for p, st in zip(items, states, strict=True)
+                                       if st != reeval.IMMEDIATE for e in p.entities])
         updates.detect(rt, conn, tenant, list(zip(items, neighbours, strict=True)), nowts)
         return repo.memories.full_rows(conn, [p.id for p in items])
 
@@ -402,6 +405,7 @@ def enrich_items(rt: Runtime, conn: Any, tenant: str,
     rt.sql.memories.update_ids(conn, [p.id for p, _ in items], enriched_at=nowts)
     added = rt.sql.graph.insert_edges(conn, tenant, edges, nowts)
     store_term_vectors(rt, conn, [p.embed_text for p, _ in items])
+    store_label_vectors(rt, conn, [e for p, _ in items for e in p.entities])
     return added
 
 

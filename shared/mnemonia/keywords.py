@@ -18,14 +18,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mnemonia.caches import TermIndex
+from mnemonia.entities import entity_label
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.scoring.stemming import stem
 from mnemonia.store.database import Connection
 from mnemonia.store.exact import rows_per_slice
 from mnemonia.store.schema import keyword_terms
+from mnemonia.store.sql_vectors import LABEL_CHARS
 
-__all__ = ["KeywordQuery", "content_words", "keyword_query", "store_term_vectors"]
+__all__ = ["KeywordQuery", "content_words", "keyword_query", "store_label_vectors",
+           "store_term_vectors"]
 
 EXPANSIONS_PER_WORD = 20
 """Related words one query word may match (the closest over the threshold)."""
@@ -239,6 +242,22 @@ def _stem_groups(idx: TermIndex) -> dict[str, list[str]]:
             groups.setdefault(stem(t), []).append(t)
         idx.stems = groups
     return idx.stems
+
+
+def store_label_vectors(rt: Runtime, conn: Connection, entities: Iterable[str]) -> int:
+    """Embed and store the labels of ``entities`` that have no label vector yet (recall's
+    entity index reads them, so a tenant's first recall in a process embeds none); returns
+    how many. Called where entity links are written."""
+    labels = [lb for lb in dict.fromkeys(entity_label(e) for e in entities)
+              if lb and len(lb) <= LABEL_CHARS]
+    missing = rt.sql.terms.label_vectors_missing(conn, rt.embedder.name, labels) \
+        if labels else []
+    if not missing:
+        return 0
+    vectors = rt.embedder.embed_documents(missing)
+    rt.sql.terms.label_vectors_put(conn, rt.embedder.name,
+                                   list(zip(missing, vectors, strict=True)))
+    return len(missing)
 
 
 def store_term_vectors(rt: Runtime, conn: Connection, texts: Iterable[str]) -> int:

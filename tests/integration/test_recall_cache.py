@@ -414,3 +414,55 @@ def test_no_service_drops_a_cache_by_hand() -> None:
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
              if reach.search(line)]
     assert found == []
+
+
+def test_a_new_process_reads_the_label_vectors_stored_where_links_are_written(
+        tmp_path: Path) -> None:
+    """Entity label vectors are stored where entity links are written (an add's given
+    entities, enrichment's extracted ones, a replace, an import), so a tenant's first recall
+    in a new process reads them and embeds no label; they equal the labels embedded afresh.
+    A store without them (older) still recalls: the labels are embedded then."""
+    from mnemonia import MnemoniaConfig
+
+    config = MnemoniaConfig.load(env={}, maintenance="manual")
+
+    class Counting(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.documents: list[str] = []
+
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            self.documents += list(texts)
+            return super().embed_documents(texts)
+
+    with MemoryEngine.open(tmp_path / "s", config=config, embedder=HashingEmbedder()) as eng:
+        a = eng.add_many([{"text": "Priya reviews the quarterly budget",
+                           "entities": ["person:priya"]},
+                          {"text": "Lena Park met Omar in Lisbon"}], tenant="a")
+        eng.enrich(tenant="a")
+        eng.add_many([{"id": a[0].id, "text": "Priya reviews the budget with Zoe",
+                       "entities": ["person:priya", "person:zoe"]}], tenant="a", replace=True)
+        eng.export(tmp_path / "a.jsonl", tenant="a")
+    emb = Counting()
+    with MemoryEngine.open(tmp_path / "s", config=config, embedder=emb) as eng:
+        assert _recall(eng, "a", "who reviews the budget")
+        idx = eng.runtime.caches.entity_indexes["a"]
+        assert {"person:priya", "person:zoe", "name:lena park", "name:lisbon"} <= set(idx.names)
+        labels = set(idx.labels)
+        assert not labels & set(emb.documents)  # read, not embedded
+        assert idx.matrix is not None
+        fresh = HashingEmbedder().embed_documents(idx.labels)
+        assert abs(idx.matrix - fresh).max() < 1e-6
+    emb = Counting()
+    with MemoryEngine.open(tmp_path / "imported", config=config, embedder=HashingEmbedder()) \
+            as eng:
+        eng.import_(tmp_path / "a.jsonl")
+    with MemoryEngine.open(tmp_path / "imported", config=config, embedder=emb) as eng:
+        assert _recall(eng, "a", "who reviews the budget")
+        assert not set(eng.runtime.caches.entity_indexes["a"].labels) & set(emb.documents)
+        with eng.sql.begin() as conn:  # a store from before label vectors were stored
+            conn.exec_driver_sql("DELETE FROM term_vectors WHERE model LIKE '%#labels'")
+    emb = Counting()
+    with MemoryEngine.open(tmp_path / "imported", config=config, embedder=emb) as eng:
+        assert _recall(eng, "a", "who reviews the budget")
+        assert set(eng.runtime.caches.entity_indexes["a"].labels) <= set(emb.documents)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -46,19 +47,24 @@ class CountingEmbedder(HashingEmbedder):
     """The hashing embedder, counting the memory texts it embeds (and failing on a chosen
     call). Single words are the word vectors of recall's keyword expansion (a cache rebuilt
     after an import): counted in ``words``, not ``texts`` (the corpora's texts all have
-    several words)."""
+    several words); entity labels (the label vectors of recall's entity index, also a cache,
+    embedded by ``store_label_vectors`` or recall's ``_label_matrix``) in ``labels``."""
 
     def __init__(self, *args: Any, fail_on_call: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.calls = 0
         self.texts = 0
         self.words = 0
+        self.labels = 0
         self.fail_on_call = fail_on_call
 
     def embed_documents(self, texts: Any) -> Any:
         self.calls += 1
         if self.fail_on_call is not None and self.calls >= self.fail_on_call:
             raise RuntimeError(f"embedder failure injected at call {self.calls}")
+        if sys._getframe(1).f_code.co_name in ("store_label_vectors", "_label_matrix"):
+            self.labels += len(texts)
+            return super().embed_documents(texts)
         words = sum(1 for t in texts if len(t.split()) == 1)
         self.words += words
         self.texts += len(texts) - words

@@ -47,7 +47,7 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     if idx is not None:
         if not added:
             return idx
-        grown = _count_in(rt, idx, added)
+        grown = _count_in(rt, conn, idx, added)
         rt.caches.keep_entity_index(tenant, idx, grown, len(added))
         return grown
     epoch = rt.caches.index_epoch(tenant)
@@ -56,22 +56,29 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     names = [r[0] for r in rows]
     labels = [ent.entity_label(n) for n in names]
     idx = EntityIndex(labels=labels, names=names, df={r[0]: int(r[1]) for r in rows},
-                      matrix=_label_matrix(rt, labels), active=active)
+                      matrix=_label_matrix(rt, conn, labels), active=active)
     rt.caches.keep_index(rt.caches.entity_indexes, tenant, idx, epoch)
     return idx
 
 
-def _label_matrix(rt: Runtime, labels: list[str]) -> np.ndarray | None:
+def _label_matrix(rt: Runtime, conn: Connection, labels: list[str]) -> np.ndarray | None:
     """The label vectors of ``labels``, stacked. Label vectors outlive the index (which
-    some writes drop): only new labels are embedded."""
+    some writes drop) and are stored where entity links are written
+    (:func:`~mnemonia.keywords.store_label_vectors`): labels not kept in this process are
+    read, and only those with no stored vector (a store older than that, a label too long
+    to store) are embedded."""
     known = rt.caches.label_vectors
     new = [lb for lb in dict.fromkeys(labels) if lb not in known]
+    if new:
+        known.update(rt.sql.terms.label_vectors_of(conn, rt.embedder.name, new))
+        new = [lb for lb in new if lb not in known]
     if new:
         known.update(zip(new, rt.embedder.embed_documents(new), strict=True))
     return np.stack([known[lb] for lb in labels]) if labels else None
 
 
-def _count_in(rt: Runtime, idx: EntityIndex, added: list[Pending]) -> EntityIndex:
+def _count_in(rt: Runtime, conn: Connection, idx: EntityIndex, added: list[Pending]
+              ) -> EntityIndex:
     """``idx`` with the memories and entity links of ``added`` counted in (those of a
     :class:`Removed` counted out; an entity no memory names any more leaves the index) (a
     new index: a recall may still be using ``idx``); equal to one built afresh after those
@@ -94,7 +101,7 @@ def _count_in(rt: Runtime, idx: EntityIndex, added: list[Pending]) -> EntityInde
                            active=active, by_word=idx.by_word)
     names = sorted(df)
     labels = [ent.entity_label(n) for n in names]
-    return EntityIndex(labels=labels, names=names, df=df, matrix=_label_matrix(rt, labels),
+    return EntityIndex(labels=labels, names=names, df=df, matrix=_label_matrix(rt, conn, labels),
                        active=active)
 
 

@@ -15,7 +15,7 @@ from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import memory_vectors, term_vectors
 from mnemonia.store.statements import chunks
 
-__all__ = ["SideVectors", "TermVectors"]
+__all__ = ["LABEL_CHARS", "SideVectors", "TermVectors", "label_model"]
 
 
 class SideVectors:
@@ -93,10 +93,38 @@ class TermVectors:
                 conn, f"SELECT {columns} FROM term_vectors WHERE model = ? AND term IN "
                 f"({self.db.in_marks(len(chunk))})", (model, *chunk))
 
+    def label_vectors_missing(self, conn: Connection, model: str, labels: Iterable[str]
+                              ) -> list[str]:
+        """Those of the entity ``labels`` that have no stored label vector for ``model``."""
+        return self.term_vectors_missing(conn, label_model(model), labels)
+
+    def label_vectors_put(self, conn: Connection, model: str,
+                          items: Sequence[tuple[str, Any]]) -> None:
+        """Store ``(entity label, vector)`` pairs (a label another process stored first is
+        kept). Kept beside the word vectors under :func:`label_model`, which no word index
+        reads: a label is not a word of any memory's text."""
+        self.db.insert_or_ignore(conn, term_vectors, [
+            {"model": label_model(model), "term": t, "vector": _f32_bytes(v)} for t, v in items])
+
+    def label_vectors_of(self, conn: Connection, model: str, labels: Iterable[str]
+                         ) -> dict[str, np.ndarray]:
+        """``{label: its vector}`` of those of the entity ``labels`` that have one stored."""
+        return self.term_vectors_of(conn, label_model(model), labels)
+
     def term_vector_count(self, conn: Connection, model: str) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(term_vectors).where(
             term_vectors.c.model == model)).scalar_one())
 
+
+
+LABEL_CHARS = 200
+"""Entity labels longer than this (``term_vectors.term``'s size) are not stored (recall
+embeds them when it needs them)."""
+
+
+def label_model(model: str) -> str:
+    """The ``term_vectors.model`` key of ``model``'s entity label vectors."""
+    return model + "#labels"
 
 
 def _f32_bytes(vector: Any) -> bytes:

@@ -37,7 +37,7 @@ from mnemonia.errors import (
     InvalidInputError,
     MnemoniaError,
 )
-from mnemonia.keywords import store_term_vectors
+from mnemonia.keywords import store_label_vectors, store_term_vectors
 from mnemonia.runtime import Runtime
 from mnemonia.scoring import activation as act
 from mnemonia.store.statements import chunks
@@ -621,12 +621,14 @@ def _term_vectors(rt: Runtime, tenant: str) -> None:
     """Word vectors for the words of the tenant's enriched memories (recall's keyword
     expansion; a cache, not part of the file): after the import, outside its transaction.
     Enrichment stores them (ingest), so a memory it has not run on yet gets them when it
-    does, as in the store the file came from: the imported store recalls like that one."""
+    does, as in the store the file came from: the imported store recalls like that one.
+    And the label vectors of the tenant's entities (recall's entity index reads them)."""
     with rt.writing() as conn:
         ids = [r[0] for r in rt.sql.memories.active_rows(conn, tenant, ["id"], enriched=True)]
         for part in chunks(ids):
             rows = rt.sql.memories.rows(conn, tenant, list(part))
             store_term_vectors(rt, conn, [row_embed_text(r) for r in rows.values()])
+        store_label_vectors(rt, conn, [e for e, _ in rt.sql.graph.entity_counts(conn, tenant)])
 
 
 def import_file(rt: Runtime, path: str | os.PathLike[str], *, reembed: bool = False,
