@@ -42,7 +42,9 @@ def entity_index(rt: Runtime, conn: Connection, tenant: str) -> EntityIndex:
     """The tenant's entity index (names, document frequencies, label vectors, active
     memories), cached; the adds, enrichments and soft deletes that ended since it was built
     are counted in or out, so only its first recall, or one after another write of the
-    tenant's memories (an import, a restore, an edit, a purge), reads the whole tenant."""
+    tenant's memories (an import, a restore, an edit, a purge), builds it again: from the
+    counts the database keeps on write (one row an entity, :mod:`mnemonia.store.kept_counts`)
+    and the stored label vectors, not from the tenant's memories."""
     idx, added = rt.caches.entity_index(tenant)
     if idx is not None:
         if not added:
