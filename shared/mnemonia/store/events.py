@@ -57,18 +57,20 @@ class Events:
                     ) -> dict[str, dict[str, Any]]:
         """``{memory id: evidence}`` of the last ``superseded`` event of each of ``ids`` that
         holds one (a detected supersession; one by hand keeps none)."""
-        e = memory_events.c
         out: dict[str, dict[str, Any]] = {}
         for chunk in chunks(list(ids)):
-            for r in conn.execute(sa.select(e.memory_id, e.after).where(
-                    e.memory_id.in_(chunk), e.tenant == tenant, e.event == "superseded")
-                    .order_by(e.id)):
-                after = json.loads(r.after) if r.after else {}
+            # (driver SQL: recall asks for it whenever a hit has a supersession, and building
+            # the statement with SQLAlchemy cost more than the read)
+            for memory_id, stored in self.db.fetch(
+                    conn, "SELECT memory_id, after FROM memory_events "
+                    f"WHERE memory_id IN ({self.db.in_marks(len(chunk))}) AND tenant = ? "
+                    "AND event = 'superseded' ORDER BY id", (*chunk, tenant)):
+                after = json.loads(stored) if stored else {}
                 if isinstance(after.get("evidence"), dict):
-                    out[r.memory_id] = {"superseded_by": after.get("superseded_by"),
-                                        **after["evidence"]}
+                    out[memory_id] = {"superseded_by": after.get("superseded_by"),
+                                      **after["evidence"]}
                 else:
-                    out.pop(r.memory_id, None)
+                    out.pop(memory_id, None)
         return out
 
     def recalls_of(self, conn: Connection, tenant: str, memory_id: str) -> list[Event]:
