@@ -76,6 +76,9 @@ def test_export_made_one_verified_file(onnx: OnnxEmbedder, cache: Path) -> None:
     manifest = json.loads((folder / "model.json").read_text())
     assert manifest["max_seq_length"] == 256 and manifest["dimension"] == 384
     assert manifest["probe_min_cosine"] >= 0.9999
+    # traced with eager attention, so ONNX Runtime fused each of the 6 layers' attention
+    assert manifest["fused"]["Attention"] == 6
+    assert manifest["fused"]["SkipLayerNormalization"] == 12
     assert sorted(p.name for p in folder.iterdir()) == [".lock", "model.json", "model.onnx"]
 
 

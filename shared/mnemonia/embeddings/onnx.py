@@ -4,9 +4,13 @@ once, cached, never downloaded.
 The export (``torch.onnx.export``, TorchScript exporter, opset 17) puts the transformer, the
 mean pooling over real tokens and the L2 normalisation in one graph, so a query is one
 tokenizer call (the model's own ``tokenizer.json``, truncated at the model's
-``max_seq_length``) and one ``session.run``; torch is imported only while exporting. Before a
-file is kept, its vectors of a few probe texts are compared with the sentence-transformers ones
-(``onnx-int8``: with the float export's).
+``max_seq_length``) and one ``session.run``; torch is imported only while exporting. The
+transformer is traced with its plain ("eager") attention, whose graph ONNX Runtime's BERT
+optimizer fuses into one ``Attention`` node per layer (plus ``SkipLayerNormalization``,
+``BiasGelu`` and ``EmbedLayerNormalization``; the ``sdpa`` attention's graph does not fuse):
+see :data:`EXPORT_FORMAT` for what that saves. Before a file is kept, its vectors of a few
+probe texts are compared with the sentence-transformers ones (``onnx-int8``: with the float
+export's).
 
 Cache layout: ``<cache_dir>/<model key>/model.onnx`` (and ``model-int8.onnx``), each with a
 ``.json`` manifest holding its SHA-256. The model key hashes the model folder's files and the
@@ -45,8 +49,12 @@ from mnemonia.errors import MissingDependencyError, MnemoniaError, StoreError
 __all__ = ["EXPORT_FORMAT", "MAX_DEFAULT_THREADS", "OPSET", "OnnxEmbedder",
            "default_batch_workers", "default_cache_dir", "default_threads", "model_key"]
 
-EXPORT_FORMAT = 1
-"""Version of the export recipe (graph, inputs, manifest); a change gets a new cache folder."""
+EXPORT_FORMAT = 2
+"""Version of the export recipe (graph, inputs, manifest); a change gets a new cache folder.
+Format 2 (2026-11-30) traces eager attention and fuses the graph (:func:`_fuse`): on the
+2-core development machine, 300 token sequences of 8-25 tokens, ``session.run`` on two
+non-spinning threads, three interleaved rounds, p50 3.85-4.31 ms against 4.15-4.86 ms for
+format 1 (vectors within 2.3e-7 of format 1's); on one thread both 6.4-6.6 ms."""
 OPSET = 17
 MAX_DEFAULT_THREADS = 2
 """ONNX Runtime intra-op threads by default: the CPUs the process may use, at most this many
@@ -321,8 +329,12 @@ def _export_float(model_dir: Path, dest: Path) -> dict[str, Any]:
         import torch
     except ImportError as e:  # pragma: no cover - a hard dependency
         raise MissingDependencyError("exporting the model needs torch") from e
-    model = SentenceTransformerEmbedder(str(model_dir)).model
+    model = SentenceTransformerEmbedder(str(model_dir)).model  # this export's own instance
     _check_architecture(model, model_dir)
+    want = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True,
+                        show_progress_bar=False)  # the reference, with the model's attention
+    transformer = model[0].auto_model
+    transformer.set_attn_implementation("eager")  # the graph ONNX Runtime fuses
     tok = model.tokenizer
     sample = tok(["a probe", "a longer probe sentence"], padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
@@ -332,25 +344,44 @@ def _export_float(model_dir: Path, dest: Path) -> dict[str, Any]:
         "variant": "float32", "max_seq_length": int(model.max_seq_length),
         "pad_id": int(tok.pad_token_id or 0), "inputs": names, "opset": OPSET,
         "torch": torch.__version__}
-    with _temp_path(dest.parent, ".onnx.tmp") as tmp:
+    with _temp_path(dest.parent, ".traced.onnx.tmp") as traced, \
+            _temp_path(dest.parent, ".onnx.tmp") as tmp:
         try:
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")  # tracer and exporter deprecation notes
-                torch.onnx.export(_pooled_module(torch, model[0].auto_model),
-                                  tuple(sample[n] for n in names), str(tmp),
+                torch.onnx.export(_pooled_module(torch, transformer),
+                                  tuple(sample[n] for n in names), str(traced),
                                   input_names=names, output_names=["embedding"],
                                   dynamic_axes=axes, opset_version=OPSET, dynamo=False)
         except Exception as e:
             raise MnemoniaError(f"exporting {str(model_dir)!r} to ONNX failed: {e}") from e
+        fields["fused"] = _fuse(traced, tmp, transformer.config)
         tokens = _Tokens(model_dir, fields["max_seq_length"], fields["pad_id"])
         got = _run(_make_session(tmp.read_bytes(), 1), tokens, PROBES, DEFAULT_BATCH_SIZE)
-        want = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True,
-                            show_progress_bar=False)
         fields["probe_min_cosine"] = _check_probes(got, want, quantized=False)
         fields["dimension"] = int(got.shape[1])
         fields["export_seconds"] = round(time.perf_counter() - t0, 3)
         _commit(tmp, dest, fields)
     return fields
+
+
+def _fuse(source: Path, dest: Path, config: Any) -> dict[str, int]:
+    """Write ``source`` with ONNX Runtime's BERT fusions applied to ``dest``; the fused
+    operator counts (all zero when nothing matched: the graph is then kept as traced)."""
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+    except ImportError as e:  # pragma: no cover - onnx and onnxruntime are dependencies
+        raise MissingDependencyError("the onnx embedder needs onnx: pip install onnx") from e
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fused = optimize_model(str(source), model_type="bert",
+                                   num_heads=int(config.num_attention_heads),
+                                   hidden_size=int(config.hidden_size), opt_level=0)
+            fused.save_model_to_file(str(dest))
+    except Exception as e:  # the optimizer raises its own types
+        raise MnemoniaError(f"fusing the ONNX export failed: {e}") from e
+    return {k: int(v) for k, v in fused.get_fused_operator_statistics().items() if v}
 
 
 def _check_probes(got: np.ndarray, want: np.ndarray, *, quantized: bool) -> float:
@@ -367,6 +398,7 @@ def _quantize(model_dir: Path, source: _Cached, dest: Path) -> dict[str, Any]:
     per channel with a reduced range, as recommended for CPUs without VNNI)."""
     t0 = time.perf_counter()
     try:
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.quantization.shape_inference import quant_pre_process
     except ImportError as e:  # pragma: no cover - onnx is a dependency
@@ -380,7 +412,8 @@ def _quantize(model_dir: Path, source: _Cached, dest: Path) -> dict[str, Any]:
         f32.write_bytes(source.blob)
         quant_pre_process(str(f32), str(pre), skip_symbolic_shape=True)
         quantize_dynamic(str(pre), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                         reduce_range=True)
+                         reduce_range=True,  # fused nodes' outputs have no inferred type:
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         tokens = _Tokens(model_dir, fields["max_seq_length"], fields["pad_id"])
         got = _run(_make_session(tmp.read_bytes(), 1), tokens, PROBES, DEFAULT_BATCH_SIZE)
         want = _run(_make_session(source.blob, 1), tokens, PROBES, DEFAULT_BATCH_SIZE)
