@@ -334,7 +334,7 @@ def _export_float(model_dir: Path, dest: Path) -> dict[str, Any]:
     want = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True,
                         show_progress_bar=False)  # the reference, with the model's attention
     transformer = model[0].auto_model
-    transformer.set_attn_implementation("eager")  # the graph ONNX Runtime fuses
+    _eager_attention(transformer)
     tok = model.tokenizer
     sample = tok(["a probe", "a longer probe sentence"], padding=True, return_tensors="pt")
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
@@ -363,6 +363,17 @@ def _export_float(model_dir: Path, dest: Path) -> dict[str, Any]:
         fields["export_seconds"] = round(time.perf_counter() - t0, 3)
         _commit(tmp, dest, fields)
     return fields
+
+
+def _eager_attention(transformer: Any) -> None:
+    """Have ``transformer`` compute attention by its plain matrix products (the graph ONNX
+    Runtime fuses) instead of ``sdpa``: by ``set_attn_implementation`` where transformers
+    has it, else by the config field older releases read (the oldest had eager only)."""
+    switch = getattr(transformer, "set_attn_implementation", None)
+    if switch is not None:
+        switch("eager")
+    else:
+        transformer.config._attn_implementation = "eager"  # noqa: SLF001 - no public switch there
 
 
 def _fuse(source: Path, dest: Path, config: Any) -> dict[str, int]:
