@@ -53,8 +53,9 @@ EXPORT_FORMAT = 2
 """Version of the export recipe (graph, inputs, manifest); a change gets a new cache folder.
 Format 2 (2026-11-30) traces eager attention and fuses the graph (:func:`_fuse`): on the
 2-core development machine, 300 token sequences of 8-25 tokens, ``session.run`` on two
-non-spinning threads, three interleaved rounds, p50 3.85-4.31 ms against 4.15-4.86 ms for
-format 1 (vectors within 2.3e-7 of format 1's); on one thread both 6.4-6.6 ms."""
+non-spinning threads, the formats in turns sequence by sequence (four rounds), p50 4.03 ms
+against 4.57 ms for format 1 (paired median ratio 0.884; vectors within 2.3e-7 of format
+1's); on one thread both 6.4-6.8 ms (``docs/benchmarks/speed.md``)."""
 OPSET = 17
 MAX_DEFAULT_THREADS = 2
 """ONNX Runtime intra-op threads by default: the CPUs the process may use, at most this many
@@ -377,8 +378,9 @@ def _eager_attention(transformer: Any) -> None:
 
 
 def _fuse(source: Path, dest: Path, config: Any) -> dict[str, int]:
-    """Write ``source`` with ONNX Runtime's BERT fusions applied to ``dest``; the fused
-    operator counts (all zero when nothing matched: the graph is then kept as traced)."""
+    """Write ``source`` with ONNX Runtime's BERT fusions applied to ``dest``; the counts of
+    the fused operators made (empty when no pattern matched: the graph is then written
+    unfused, and checked against the probes like any other)."""
     try:
         from onnxruntime.transformers.optimizer import optimize_model
     except ImportError as e:  # pragma: no cover - onnx and onnxruntime are dependencies
