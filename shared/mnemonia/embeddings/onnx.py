@@ -383,8 +383,9 @@ def _fuse(source: Path, dest: Path, config: Any) -> dict[str, int]:
     unfused, and checked against the probes like any other)."""
     try:
         from onnxruntime.transformers.optimizer import optimize_model
-    except ImportError as e:  # pragma: no cover - onnx and onnxruntime are dependencies
-        raise MissingDependencyError("the onnx embedder needs onnx: pip install onnx") from e
+    except ImportError as e:  # pragma: no cover - onnx, onnxruntime and torch's sympy are there
+        raise MissingDependencyError(
+            f"fusing the ONNX export needs onnxruntime's transformer tools: {e}") from e
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
