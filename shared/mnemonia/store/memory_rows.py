@@ -96,8 +96,9 @@ class MemoryRows:
     def rows(self, conn: Connection, tenant: str, ids: Iterable[str], *, edges: bool = False,
              where: SqlCondition | None = None, kept: bool = False) -> dict[str, Any]:
         """Committed rows of ``ids`` in ``tenant`` (those matching ``where``, if given); with
-        ``edges``, each row also says in ``has_edges`` whether any relation starts or ends at
-        it (so spreading reads relations only for memories that have some).
+        ``edges``, each row also says in ``has_edges`` whether a relation may start or end at
+        it (false: none does, the tenant has none; so recall reads no relations of a tenant
+        without any; :data:`~mnemonia.store.statements.MEMORY_COLUMNS_EDGES`).
 
         ``kept``: rows kept by :meth:`keep_rows` may answer (recall's reads; never inside a
         write transaction of this thread, which must see its own writes), and rows read with
@@ -118,12 +119,13 @@ class MemoryRows:
         out: dict[str, Any] = {}
         columns = MEMORY_COLUMNS_EDGES if edges else MEMORY_COLUMNS
         extra, params = (f" AND ({where.sql})", where.params) if where is not None else ("", ())
+        first = (tenant,) if edges else ()
         for chunk in chunks(ids):
             # Only the primary key in WHERE: with the tenant there too, SQLite may choose the
             # tenant index and scan the whole tenant. Tenant and status are checked here.
             for r in self.db.fetch(conn, f"SELECT {columns} FROM memories AS m "
                                 f"WHERE m.id IN ({self.db.in_marks(len(chunk))}){extra}",
-                                (*chunk, *params), named=True):
+                                (*first, *chunk, *params), named=True):
                 if r.tenant == tenant and r.status == "committed":
                     out[r.id] = r
         return out

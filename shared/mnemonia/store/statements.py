@@ -16,10 +16,15 @@ __all__ = ["COMMITTED_SQL", "FALSE", "MEMORY_COLUMNS", "MEMORY_COLUMNS_EDGES", "
 MEMORY_COLUMNS = ", ".join(f"m.{c.name}" for c in memories.columns)
 """Every column of ``memories AS m``, in the table's order."""
 MEMORY_COLUMNS_EDGES = MEMORY_COLUMNS + (
-    ", (EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.src = m.id) OR "
-    "EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = m.tenant AND r.dst = m.id)) "
-    "AS has_edges")
-""":data:`MEMORY_COLUMNS` and ``has_edges``: whether any relation starts or ends at the row."""
+    ", EXISTS (SELECT 1 FROM relations AS r WHERE r.tenant = ?) AS has_edges")
+""":data:`MEMORY_COLUMNS` and ``has_edges`` (its one ``?``: the tenant, before any other
+parameter): false when no relation of the tenant exists, so none starts or ends at the row;
+true, the row may have relations. The subquery names no column of ``m``, so the database
+evaluates it once a statement: the two ``EXISTS`` probes a row it replaced (any relation
+starting at the row, any ending at it) were half the cost of reading it (45 random rows of
+the enriched 100k store: 0.56 ms against 0.27 without). A row kept by the row cache with
+``has_edges`` false is dropped when a relation of it is written (its ends are recorded as
+changed rows), so a false one stays true to the row."""
 
 
 def is_committed(status: Any) -> Any:
