@@ -4,6 +4,7 @@ passing the gate's :meth:`~mnemonia.recall.run.RecallRun.read`."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -52,28 +53,31 @@ class _Spreader:
         return [e for e in edges if e.src in ends and e.dst in ends]
 
     def _spread_lists(self, frontier: set[str]) -> dict[str, tuple[Any, ...]]:
-        """``{id: what it spreads along}`` for ``frontier``: its edges of a spreading type
-        (``Graph.edges_around``: those leaving it, and the strongest of the symmetric
-        types that point at it), strongest first, as ``(-weight, other end, type, src,
-        strength)``. Each memory's are read once and kept (:meth:`RecallCache.links_of`) until a
-        write that changes them."""
+        """``{id: what it spreads along}`` for ``frontier``: its :data:`EDGES_PER_SOURCE`
+        strongest edges of a spreading type (``Graph.edges_around``: those leaving it, and the
+        strongest of the symmetric types that point at it), strongest first, as ``(-weight,
+        other end, type, src, strength)``. Each memory's are read once and kept
+        (:meth:`RecallCache.links_of`) until a write that changes them."""
         type_weight = self.type_weight
 
         def read(ask: list[str]) -> dict[str, tuple[Any, ...]]:
             got: dict[str, list[Any]] = {m: [] for m in ask}
-            for src, dst, rtype, strength, incoming, seq in self.rt.sql.graph.edges_around(
-                    self.conn, self.req.tenant, ask, self.types, self.symmetric,
-                    EDGES_PER_SOURCE):
+            for n, (src, dst, rtype, strength, incoming, seq) in enumerate(
+                    self.rt.sql.graph.edges_around(self.conn, self.req.tenant, ask, self.types,
+                                                   self.symmetric, EDGES_PER_SOURCE)):
                 tw = type_weight.get(rtype)
                 if tw is None:
                     continue  # not a spreading type
-                w = strength * tw
-                # equal weights: the other end stored first goes first (never by id)
+                # equal weights: the other end stored first goes first (never by id), then
+                # the order read (n: no two edges are equal, so the rest never compares)
                 if incoming:  # a symmetric edge: its target spreads back to its source
-                    got[dst].append(((-w, seq, rtype, 1), (-w, src, rtype, src, strength)))
+                    got[dst].append((-strength * tw, seq, rtype, 1, n, src, src, strength))
                 else:
-                    got[src].append(((-w, seq, rtype, 0), (-w, dst, rtype, src, strength)))
-            return {m: tuple(e for _, e in sorted(out, key=lambda x: x[0]))
+                    got[src].append((-strength * tw, seq, rtype, 0, n, dst, src, strength))
+            # only the EDGES_PER_SOURCE strongest are ever spread along (_choose)
+            return {m: tuple((e[0], e[5], e[2], e[6], e[7])
+                             for e in (heapq.nsmallest(EDGES_PER_SOURCE, out)
+                                       if len(out) > EDGES_PER_SOURCE else sorted(out)))
                     for m, out in got.items()}
 
         return self.rt.caches.links_of(self.req.tenant, "spread", frontier, read)
