@@ -266,17 +266,20 @@ class Graph:
 
     def typed_links(self, conn: Connection, tenant: str, ids: Sequence[str],
                     types: Sequence[str]) -> list[Any]:
-        """``(src, dst, type, strength)`` of the ``types`` relations touching ``ids``."""
+        """``(src, dst, type, strength)`` of the ``types`` relations touching ``ids``; one
+        between two of ``ids`` (or from one to itself) comes twice."""
         out: list[Any] = []
         typed = self.db.in_marks(len(types))
         for chunk in chunks(list(ids)):
             marks = self.db.in_marks(len(chunk))
             # Two index searches (by source, by target); one OR of both would scan the tenant.
             # (strength is read so that no index covers the query: SQLite would otherwise
-            # scan the tenant's primary-key range for the target side.)
+            # scan the tenant's primary-key range for the target side.) UNION ALL: sorting
+            # out the duplicates took 112 us against 64.5 for 5 random ids' follows links
+            # of the enriched 100k store (p50 of 600 in turns); the callers keep sets.
             out += self.db.fetch(conn, (
                 "SELECT src, dst, type, strength FROM relations WHERE tenant = ? "
-                f"AND src IN ({marks}) AND type IN ({typed}) UNION SELECT src, dst, type, "
+                f"AND src IN ({marks}) AND type IN ({typed}) UNION ALL SELECT src, dst, type, "
                 f"strength FROM relations WHERE tenant = ? AND dst IN ({marks}) "
                 f"AND type IN ({typed})"),
                 (tenant, *chunk, *types, tenant, *chunk, *types))
