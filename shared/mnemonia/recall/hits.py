@@ -38,7 +38,7 @@ def hits(rt: Runtime, conn: Connection, req: RecallRequest,
     """Hits with explanations, contradiction and supersession links (with a summary of the
     other memory) for ``ranked`` ``(score, id, activation)``."""
     ids = [mid for _, mid, _ in ranked]
-    # a row read with ``edges`` says whether the memory has any relation to look up
+    # a row read with ``edges`` says whether the memory may have a relation to look up
     links = hidden_links(rt, conn, req.tenant,
                    [i for i in ids if getattr(c.rows[i], "has_edges", True)])
     others = {o for contra, sup in links.values() for o in (*contra, *sup)}

@@ -76,8 +76,7 @@ class _Spreader:
                     got[src].append((-strength * tw, seq, rtype, 0, n, dst, src, strength))
             # only the EDGES_PER_SOURCE strongest are ever spread along (_choose)
             return {m: tuple((e[0], e[5], e[2], e[6], e[7])
-                             for e in (heapq.nsmallest(EDGES_PER_SOURCE, out)
-                                       if len(out) > EDGES_PER_SOURCE else sorted(out)))
+                             for e in heapq.nsmallest(EDGES_PER_SOURCE, out))
                     for m, out in got.items()}
 
         return self.rt.caches.links_of(self.req.tenant, "spread", frontier, read)
