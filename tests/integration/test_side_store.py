@@ -33,7 +33,7 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
             [("Lunch at the Café Lisboa", S.tenant_token("ana"), "m1"),
              ("Lisbon trip in May", S.tenant_token("ana"), "m2"),
              ("Café near the office", S.tenant_token("bo"), "m3")])
-    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
+    assert store.setup() == [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]
     assert store.setup() == []  # idempotent
     with store.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql(
@@ -56,25 +56,26 @@ def test_keyword_index_migration_keeps_every_indexed_memory(tmp_path: Path) -> N
 
 def test_relation_type_indexes_migration(tmp_path: Path) -> None:
     """A store made before migration 13 gets the relations' type indexes (13, then 14's
-    index by target), and recall's reads of one type's links use them (no read of every
-    relation of each memory)."""
+    index by target and 18's by source with the target's seq), and recall's reads of one
+    type's links use them (no read of every relation of each memory)."""
     store = _old_store(tmp_path / "old.sqlite3", applied=12)
     with store.db.engine.begin() as conn:
         for name in ("ix_relations_type_src", "ix_relations_type_dst"):
             conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")  # as before 13
-    assert store.setup() == [13, 14, 15, 16, 17]
+    assert store.setup() == [13, 14, 15, 16, 17, 18]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}
-        # (migration 14's index serves the reads by target instead of ix_relations_type_dst)
-        assert {"ix_relations_type_src", "ix_relations_incoming"} <= names
-        assert "ix_relations_type_dst" not in names
+        # (migration 14's index serves the reads by target instead of ix_relations_type_dst,
+        # 18's those by source instead of ix_relations_type_src)
+        assert {"ix_relations_outgoing", "ix_relations_incoming"} <= names
+        assert not {"ix_relations_type_dst", "ix_relations_type_src"} & names
         plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
             "EXPLAIN QUERY PLAN SELECT src, dst, type, strength FROM relations WHERE "
             "tenant = 'a' AND src IN ('x', 'y') AND type IN ('follows') UNION SELECT src, dst, "
             "type, strength FROM relations WHERE tenant = 'a' AND dst IN ('x', 'y') "
             "AND type IN ('follows')"))
-        assert "ix_relations_type_src" in plan and "ix_relations_incoming" in plan
+        assert "ix_relations_outgoing" in plan and "ix_relations_incoming" in plan
     store.dispose()
 
 
@@ -91,7 +92,7 @@ def test_the_memory_before_a_new_one_in_its_session_is_one_index_step(tmp_path: 
         conn.exec_driver_sql("DROP INDEX ix_memories_session_time")  # as before 16
         conn.exec_driver_sql(
             "CREATE INDEX ix_memories_tenant_session ON memories (tenant, session_id)")
-    assert store.setup() == [16, 17]
+    assert store.setup() == [16, 17, 18]
     with store.connect() as conn:
         names = {r[0] for r in conn.exec_driver_sql(
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memories'")}
@@ -142,6 +143,61 @@ def test_relations_get_their_source_seq_when_the_store_migrates(tmp_path: Path) 
     incoming = [(src, rtype, strength, seq) for src, dst, rtype, strength, n, seq in got if n]
     assert incoming == [(r[0], r[2], r[3], seqs[r[0]]) for r in ranked[:EDGES_PER_SOURCE]]
     assert {src for src, *_ in incoming} == {r[0] for r in ranked[:EDGES_PER_SOURCE]}
+    eng.close()
+
+
+def test_relations_get_their_target_seq_when_the_store_migrates(tmp_path: Path) -> None:
+    """Migration 18 on a store made before it: every relation gets its target memory's
+    ``seq``, the edges leaving a memory are read from ``ix_relations_outgoing`` alone (no
+    read of ``memories``), each with its target's ``seq``, and a relation written after
+    the migration gets both ends' ``seq``."""
+    from mnemonia import ManualClock, MnemoniaConfig
+    from mnemonia.embeddings import HashingEmbedder
+    from mnemonia.recall import EDGES_PER_SOURCE
+
+    from tests.conftest import START
+
+    folder = tmp_path / "store"
+
+    def open_engine() -> MemoryEngine:
+        return MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
+                                 clock=ManualClock(START), embedder=HashingEmbedder())
+
+    eng = open_engine()
+    hub = eng.add("the hub that names every note", tenant="t")
+    notes = [eng.add(f"note {i} the hub names", tenant="t") for i in range(30)]
+    for i, m in enumerate(reversed(notes)):  # written in the reverse of the stored order
+        eng.relate(hub.id, m.id, "related_to" if i % 3 else "causes",
+                   strength=1.0 if i % 4 == 0 else 0.5, tenant="t")
+    db = eng.sql.db
+    with db.engine.begin() as conn:  # the store as it was before migration 18
+        conn.exec_driver_sql("DROP INDEX ix_relations_outgoing")
+        conn.exec_driver_sql("CREATE INDEX ix_relations_type_src "
+                             "ON relations (tenant, type, src, dst, strength)")
+        conn.exec_driver_sql("ALTER TABLE relations DROP COLUMN dst_seq")
+        conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 18")
+    eng.close()
+    eng = open_engine()
+    late = eng.add("a note linked after the migration", tenant="t")
+    eng.relate(hub.id, late.id, "related_to", strength=0.5, tenant="t")
+    with eng.sql.connect() as conn:
+        names = {r[0] for r in conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'relations'")}
+        assert "ix_relations_outgoing" in names and "ix_relations_type_src" not in names
+        seqs = dict(conn.exec_driver_sql("SELECT id, seq FROM memories").fetchall())
+        rel = conn.exec_driver_sql(
+            "SELECT src, dst, type, strength, src_seq, dst_seq FROM relations").fetchall()
+        assert len(rel) == 31
+        assert all(r[4] == seqs[r[0]] and r[5] == seqs[r[1]] for r in rel)
+        got = eng.sql.graph.edges_around(conn, "t", [hub.id], ["causes", "related_to"],
+                                         [], EDGES_PER_SOURCE)
+        plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT src, dst, type, strength, 0 AS incoming, dst_seq "
+            "FROM relations WHERE tenant = 't' AND type IN ('causes', 'related_to') "
+            "AND src IN ('x', 'y')"))
+    assert "COVERING INDEX ix_relations_outgoing" in plan and "memories" not in plan
+    assert sorted((dst, rtype, strength, seq) for src, dst, rtype, strength, n, seq in got) \
+        == sorted((r[1], r[2], r[3], seqs[r[1]]) for r in rel)
     eng.close()
 
 

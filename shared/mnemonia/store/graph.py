@@ -102,8 +102,8 @@ class Graph:
 
     # -- relations ---------------------------------------------------------------------
     def _seqs(self, conn: Connection, ids: Sequence[str]) -> dict[str, int]:
-        """``{id: seq}`` of the memories of ``ids`` (a relation's ``src_seq``; 0 for one
-        not stored)."""
+        """``{id: seq}`` of the memories of ``ids`` (a relation's ``src_seq`` and
+        ``dst_seq``; 0 for one not stored)."""
         m = memories.c
         seqs: dict[str, int] = {}
         for chunk in chunks(sorted(set(ids))):
@@ -136,9 +136,9 @@ class Graph:
                 sa.select(relations.c.src, relations.c.dst, relations.c.type).where(
                     relations.c.tenant == tenant, relations.c.src.in_(chunk)))}
         new = [(k, w) for k, w in edges.items() if k not in existing and k[0] != k[1]]
-        seqs = self._seqs(conn, [k[0] for k, _ in new]) if new else {}
+        seqs = self._seqs(conn, [e for k, _ in new for e in k[:2]]) if new else {}
         rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at,
-                     src_seq=seqs.get(s, 0)) for (s, d, t), w in new]
+                     src_seq=seqs.get(s, 0), dst_seq=seqs.get(d, 0)) for (s, d, t), w in new]
         if rows:
             conn.execute(relations.insert(), rows)
         return len(rows)
@@ -152,9 +152,10 @@ class Graph:
         if conn.execute(sa.select(r.src).where(key)).first():
             conn.execute(relations.update().where(key).values(strength=strength))
         else:
+            seqs = self._seqs(conn, [src, dst])
             conn.execute(relations.insert().values(
                 tenant=tenant, src=src, dst=dst, type=rel_type, strength=strength,
-                created_at=at, src_seq=self._seqs(conn, [src]).get(src, 0)))
+                created_at=at, src_seq=seqs.get(src, 0), dst_seq=seqs.get(dst, 0)))
 
     def delete_relation(self, conn: Connection, tenant: str, src: str, dst: str,
                         rel_type: str) -> int:
@@ -186,8 +187,9 @@ class Graph:
             new = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) not in there]
             old = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) in there]
             if new:
-                seqs = self._seqs(conn, [x["src"] for x in new])
-                conn.execute(relations.insert(), [{**x, "src_seq": seqs.get(x["src"], 0)}
+                seqs = self._seqs(conn, [x[e] for x in new for e in ("src", "dst")])
+                conn.execute(relations.insert(), [{**x, "src_seq": seqs.get(x["src"], 0),
+                                                   "dst_seq": seqs.get(x["dst"], 0)}
                                                   for x in new])
             if overwrite and old:
                 conn.execute(relations.update().where(
@@ -223,9 +225,11 @@ class Graph:
         ``ids`` (``incoming`` 0), and the ``per_target`` strongest edges of the ``symmetric``
         types that point at each of them (``incoming`` 1), equal strengths the first stored
         sources first; ``seq`` is the other end's (the target's of an edge leaving, the
-        source's of one pointing in), for an order of equal edges that is the same in every
-        process (ids are random uuids). What is read for several ids is what is read for
-        each.
+        source's of one pointing in: the relation's ``dst_seq`` / ``src_seq``), for an order
+        of equal edges that is the same in every process (ids are random uuids). What is
+        read for several ids is what is read for each.
+
+        The edges leaving are read from ``ix_relations_outgoing`` alone (migration 18).
 
         The edges pointing in are read ``per_target`` at most per target and type, each one
         range of ``ix_relations_incoming`` (migration 14): a memory many others point at
@@ -234,10 +238,9 @@ class Graph:
         for chunk in chunks(sorted(ids)):
             marks = self.db.in_marks(len(chunk))
             out += self.db.fetch(conn, (
-                "SELECT r.src, r.dst, r.type, r.strength, 0 AS incoming, m.seq "
-                "FROM relations AS r JOIN memories AS m ON m.id = r.dst "
-                f"WHERE r.tenant = ? AND r.type IN ({self.db.in_marks(len(types))}) "
-                f"AND r.src IN ({marks})"), (tenant, *types, *chunk))
+                "SELECT src, dst, type, strength, 0 AS incoming, dst_seq FROM relations "
+                f"WHERE tenant = ? AND type IN ({self.db.in_marks(len(types))}) "
+                f"AND src IN ({marks})"), (tenant, *types, *chunk))
         best: dict[str, list[Any]] = {}
         for src, dst, rtype, strength, seq in self.db.dialect.strongest_incoming(
                 self.db, conn, tenant, [(d, t) for d in sorted(ids) for t in symmetric],

@@ -103,11 +103,14 @@ relations = sa.Table(
     # the source memory's seq (migration 14): a memory's strongest incoming edges of a type,
     # the first stored sources first, are one index range (ix_relations_incoming)
     sa.Column("src_seq", sa.Integer, nullable=False, server_default=sa.text("0")),
+    # the target memory's seq (migration 18): the edges leaving a memory come with their
+    # targets' order of storing from ix_relations_outgoing alone (no read of the targets)
+    sa.Column("dst_seq", sa.Integer, nullable=False, server_default=sa.text("0")),
     sa.PrimaryKeyConstraint("tenant", "src", "dst", "type"),
     sa.Index("ix_relations_dst", "tenant", "dst"),
-    # recall reads one type's links of a few memories (migration 13; ix_relations_incoming,
-    # migration 14, serves the reads by target)
-    sa.Index("ix_relations_type_src", "tenant", "type", "src", "dst", "strength"),
+    # recall reads one type's links of a few memories (migrations 13 and 18;
+    # ix_relations_incoming, migration 14, serves the reads by target)
+    sa.Index("ix_relations_outgoing", "tenant", "type", "src", "dst", "strength", "dst_seq"),
 )
 
 access_log = sa.Table(
@@ -525,6 +528,28 @@ def _incoming_relations(conn: Connection) -> None:
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_relations_type_dst")
 
 
+def _outgoing_relations(conn: Connection) -> None:
+    """Each relation knows its target memory's ``seq`` (``dst_seq``; a relation whose target
+    is gone keeps 0), and ``ix_relations_outgoing`` (which replaces
+    ``ix_relations_type_src``, migration 13) holds it: the edges leaving the memories
+    spreading reaches, with their targets' order of storing (equal weights: the first stored
+    target first), are read from that index alone, where each was joined on ``memories``.
+    Enriched 100k-memory tenant (1.6 million relations), the edges of every spreading type
+    leaving 10 random memories (159 rows), 400 sets in turns: p50 413 us with the join
+    against 137 us from the index alone. A store created since migration 1 has the column
+    already."""
+    if "dst_seq" not in {c["name"] for c in sa.inspect(conn).get_columns("relations")}:
+        conn.exec_driver_sql(
+            "ALTER TABLE relations ADD COLUMN dst_seq INTEGER NOT NULL DEFAULT 0")
+        conn.exec_driver_sql(
+            "UPDATE relations SET dst_seq = (SELECT m.seq FROM memories AS m "
+            "WHERE m.id = relations.dst) WHERE EXISTS (SELECT 1 FROM memories AS m "
+            "WHERE m.id = relations.dst)")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_relations_outgoing ON relations "
+                         "(tenant, type, src, dst, strength, dst_seq)")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_relations_type_src")
+
+
 _BACKFILL_PAGE = 2000
 
 
@@ -619,4 +644,5 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (15, "keyword document counts kept on write in PostgreSQL", _server_keyword_df),
     (16, "memories by session and time", _session_time_index),
     (17, "entity and tenant counts kept on write", _kept_counts),
+    (18, "relations know their target's order of storing", _outgoing_relations),
 ]
