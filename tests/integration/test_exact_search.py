@@ -11,7 +11,7 @@ import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import InvalidConfigError
-from mnemonia.store.exact import Mirror
+from mnemonia.store.exact import SPLIT_COLUMNS, Mirror
 
 FACTS = [
     "The staging cluster runs on Kubernetes in Frankfurt",
@@ -328,3 +328,34 @@ def test_a_tenant_emptied_by_hard_deletes_recalls_nothing_after_a_reopen(
         assert eng.recall("what is the cat called?", tenant="t").ids[:1] == [new.id]
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("size", [SPLIT_COLUMNS - 16, SPLIT_COLUMNS - 1, 11_150])
+def test_a_large_mirror_scores_in_two_halves_the_same_to_the_bit(size: int) -> None:
+    """A query's product with a mirror of SPLIT_COLUMNS vectors or more runs in two halves
+    at once (the second on the helper thread): every score equals the one-thread product's
+    (the helper busy with another recall's half: the product runs whole on the calling
+    thread) to the bit, equal vectors on either side of the cut score equal, and the scores
+    are the cosines."""
+    import os
+
+    import mnemonia.store.exact as exact
+
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((size, 384)).astype(np.float32)
+    cut = exact._columns(size) // 2 // exact.LANES * exact.LANES
+    at = [0, cut - 1, cut, cut + 1, size - 1]
+    vectors[at] = vectors[3]
+    ids = [f"m{i}" for i in range(size)]
+    mirror = Mirror(ids, vectors)
+    exact._helper = None
+    for q in rng.standard_normal((4, 384)).astype(np.float32):
+        got = mirror.scores(q).of(ids)
+        with exact._helper_free:  # the helper busy with another recall's half
+            whole = mirror.scores(q).of(ids)
+        assert got == whole
+        assert len({got[f"m{p}"] for p in at}) == 1
+        brute = _brute(dict(zip(ids, vectors, strict=True)), q)
+        assert max(abs(got[i] - brute[i]) for i in ids) < 1e-5
+    split = exact._columns(size) >= SPLIT_COLUMNS  # (the product has whole LANES)
+    assert (exact._helper is not None and exact._helper[0] == os.getpid()) == split

@@ -17,14 +17,16 @@ is the cosine Chroma's ``cosine`` space gives (``1 - distance``).
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from mnemonia.embeddings import normalise_rows
 
-__all__ = ["LANES", "ExactScores", "Mirror", "rows_per_slice"]
+__all__ = ["LANES", "SPLIT_COLUMNS", "ExactScores", "Mirror", "rows_per_slice"]
 
 _FIRST_CAPACITY = 256
 QUERY_BLOCK = 64
@@ -70,6 +72,46 @@ def _product(columns: np.ndarray, query: np.ndarray) -> np.ndarray:
         return np.asarray(query.T @ columns).T
     return np.concatenate([np.asarray(query.T @ columns[:, at:at + step]).T
                            for at in range(0, n, step)])
+
+
+SPLIT_COLUMNS = 4096
+"""A query's product with a mirror of at least this many vectors is computed in two halves at
+once, the second on a helper thread, when that thread is idle (:func:`_scores_product`):
+numpy lets go of the GIL in the product, and a product this large streams a matrix that is
+no longer in the cache after the model embedded the query, faster from two cores. On the
+2-core development machine (2026-11-30, thirteenth session; the matrix evicted from the
+cache before each product, 200 in turns) 11,168 vectors: p50 0.81 ms on one thread, 0.61 on
+two; 40,000: 3.42 against 2.77. The halves split at a multiple of :data:`LANES`, so every
+score is the same to the bit as the one-thread product's."""
+
+_helper_free = threading.Lock()  # held while the helper computes a half
+_helper: tuple[int, ThreadPoolExecutor] | None = None  # (the process it belongs to, it)
+
+
+def _helper_pool() -> ThreadPoolExecutor:
+    """The helper thread's pool, this process's own (a forked child starts a new one: the
+    parent's thread is not in it). Called with ``_helper_free`` held."""
+    global _helper
+    if _helper is None or _helper[0] != os.getpid():
+        _helper = (os.getpid(), ThreadPoolExecutor(max_workers=1,
+                                                   thread_name_prefix="mnemonia-exact"))
+    return _helper[1]
+
+
+def _scores_product(columns: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``columns.T @ query`` for one query vector: :func:`_product`, in two halves at once
+    when ``columns`` holds at least :data:`SPLIT_COLUMNS` vectors and the helper thread is
+    free (another recall's half there: this one computes all of its own, never waits)."""
+    n = columns.shape[1]
+    if n < SPLIT_COLUMNS or not _helper_free.acquire(blocking=False):
+        return _product(columns, query)
+    try:
+        half = n // 2 // LANES * LANES
+        later = _helper_pool().submit(_product, columns[:, half:], query)
+        first = _product(columns[:, :half], query)
+        return np.concatenate([first, later.result()])
+    finally:
+        _helper_free.release()
 
 
 class ExactScores:
@@ -190,7 +232,7 @@ class Mirror:
         if n == 0:  # nothing held (perhaps not even a dimension yet)
             return ExactScores(np.zeros(0, dtype=np.float32), ids, position)
         q = normalise_rows(query)[0]
-        sims = _product(matrix[:, :_columns(n)], q)[:n]
+        sims = _scores_product(matrix[:, :_columns(n)], q)[:n]
         if live is not None:
             sims[~live] = -np.inf
         return ExactScores(sims, ids, position)
