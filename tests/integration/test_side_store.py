@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,32 +106,49 @@ def test_the_memory_before_a_new_one_in_its_session_is_one_index_step(tmp_path: 
     store.dispose()
 
 
+def _open_hub_store(folder: Path) -> MemoryEngine:
+    """An engine on ``folder``: manual maintenance, a fixed clock, the hashing embedder."""
+    from mnemonia import ManualClock, MnemoniaConfig
+    from mnemonia.embeddings import HashingEmbedder
+
+    from tests.conftest import START
+
+    return MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
+                             clock=ManualClock(START), embedder=HashingEmbedder())
+
+
+def _hub_and_notes(eng: MemoryEngine, n: int, *, pointing_in: bool, types: tuple[str, str],
+                   strong_every: int) -> Any:
+    """A hub memory and ``n`` notes of tenant ``t``, each note related to the hub (from the
+    note when ``pointing_in``, else from the hub) by ``types[0]`` or, every third,
+    ``types[1]``, strength 1.0 every ``strong_every``-th else 0.5, the relations written
+    in the reverse of the stored order. Returns the hub."""
+    hub = eng.add("the hub every note names", tenant="t")
+    notes = [eng.add(f"note {i} about the hub", tenant="t") for i in range(n)]
+    for i, m in enumerate(reversed(notes)):  # written in the reverse of the stored order
+        src, dst = (m.id, hub.id) if pointing_in else (hub.id, m.id)
+        eng.relate(src, dst, types[0] if i % 3 else types[1],
+                   strength=1.0 if i % strong_every == 0 else 0.5, tenant="t")
+    return hub
+
+
 def test_relations_get_their_source_seq_when_the_store_migrates(tmp_path: Path) -> None:
     """Migration 14 on a store made before it: every relation gets its source memory's
     ``seq``, and spreading's read of a memory's strongest incoming edges answers as the
     ranking of all of them did (strongest first, then the first stored sources)."""
-    from mnemonia import ManualClock, MnemoniaConfig
-    from mnemonia.embeddings import HashingEmbedder
     from mnemonia.recall import EDGES_PER_SOURCE
 
-    from tests.conftest import START
-
     folder = tmp_path / "store"
-    eng = MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
-                            clock=ManualClock(START), embedder=HashingEmbedder())
-    hub = eng.add("the hub every note names", tenant="t")
-    notes = [eng.add(f"note {i} about the hub", tenant="t") for i in range(40)]
-    for i, m in enumerate(reversed(notes)):  # written in the reverse of the stored order
-        eng.relate(m.id, hub.id, "same_entity" if i % 3 else "related_to",
-                   strength=1.0 if i % 5 == 0 else 0.5, tenant="t")
+    eng = _open_hub_store(folder)
+    hub = _hub_and_notes(eng, 40, pointing_in=True, types=("same_entity", "related_to"),
+                         strong_every=5)
     db = eng.sql.db
     with db.engine.begin() as conn:  # the store as it was before migration 14
         conn.exec_driver_sql("DROP INDEX ix_relations_incoming")
         conn.exec_driver_sql("ALTER TABLE relations DROP COLUMN src_seq")
         conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 14")
     eng.close()
-    eng = MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
-                            clock=ManualClock(START), embedder=HashingEmbedder())
+    eng = _open_hub_store(folder)
     with eng.sql.connect() as conn:
         seqs = dict(conn.exec_driver_sql("SELECT id, seq FROM memories").fetchall())
         rel = conn.exec_driver_sql(
@@ -151,24 +169,12 @@ def test_relations_get_their_target_seq_when_the_store_migrates(tmp_path: Path) 
     ``seq``, the edges leaving a memory are read from ``ix_relations_outgoing`` alone (no
     read of ``memories``), each with its target's ``seq``, and a relation written after
     the migration gets both ends' ``seq``."""
-    from mnemonia import ManualClock, MnemoniaConfig
-    from mnemonia.embeddings import HashingEmbedder
     from mnemonia.recall import EDGES_PER_SOURCE
 
-    from tests.conftest import START
-
     folder = tmp_path / "store"
-
-    def open_engine() -> MemoryEngine:
-        return MemoryEngine.open(folder, config=MnemoniaConfig.load(env={}, maintenance="manual"),
-                                 clock=ManualClock(START), embedder=HashingEmbedder())
-
-    eng = open_engine()
-    hub = eng.add("the hub that names every note", tenant="t")
-    notes = [eng.add(f"note {i} the hub names", tenant="t") for i in range(30)]
-    for i, m in enumerate(reversed(notes)):  # written in the reverse of the stored order
-        eng.relate(hub.id, m.id, "related_to" if i % 3 else "causes",
-                   strength=1.0 if i % 4 == 0 else 0.5, tenant="t")
+    eng = _open_hub_store(folder)
+    hub = _hub_and_notes(eng, 30, pointing_in=False, types=("related_to", "causes"),
+                         strong_every=4)
     db = eng.sql.db
     with db.engine.begin() as conn:  # the store as it was before migration 18
         conn.exec_driver_sql("DROP INDEX ix_relations_outgoing")
@@ -177,7 +183,7 @@ def test_relations_get_their_target_seq_when_the_store_migrates(tmp_path: Path) 
         conn.exec_driver_sql("ALTER TABLE relations DROP COLUMN dst_seq")
         conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 18")
     eng.close()
-    eng = open_engine()
+    eng = _open_hub_store(folder)
     late = eng.add("a note linked after the migration", tenant="t")
     eng.relate(hub.id, late.id, "related_to", strength=0.5, tenant="t")
     with eng.sql.connect() as conn:
