@@ -20,6 +20,7 @@ import math
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -108,7 +109,10 @@ def _scores_product(columns: np.ndarray, query: np.ndarray) -> np.ndarray:
     try:
         half = n // 2 // LANES * LANES
         later = _helper_pool().submit(_product, columns[:, half:], query)
-        first = _product(columns[:, :half], query)
+        try:
+            first = _product(columns[:, :half], query)
+        finally:  # the helper is free again only once its half is done, whatever happened
+            futures.wait([later])
         return np.concatenate([first, later.result()])
     finally:
         _helper_free.release()
