@@ -117,19 +117,21 @@ def _open_hub_store(folder: Path) -> MemoryEngine:
                              clock=ManualClock(START), embedder=HashingEmbedder())
 
 
-def _hub_and_notes(eng: MemoryEngine, n: int, *, pointing_in: bool, types: tuple[str, str],
-                   strong_every: int) -> Any:
-    """A hub memory and ``n`` notes of tenant ``t``, each note related to the hub (from the
-    note when ``pointing_in``, else from the hub) by ``types[0]`` or, every third,
-    ``types[1]``, strength 1.0 every ``strong_every``-th else 0.5, the relations written
-    in the reverse of the stored order. Returns the hub."""
+def _hub_store(folder: Path, n: int, *, pointing_in: bool, types: tuple[str, str],
+               strong_every: int) -> tuple[MemoryEngine, Any]:
+    """An engine on a new store in ``folder`` (:func:`_open_hub_store`) holding a hub memory
+    and ``n`` notes of tenant ``t``, each note related to the hub (from the note when
+    ``pointing_in``, else from the hub) by ``types[0]`` or, every third, ``types[1]``,
+    strength 1.0 every ``strong_every``-th else 0.5, the relations written in the reverse of
+    the stored order. Returns the engine and the hub."""
+    eng = _open_hub_store(folder)
     hub = eng.add("the hub every note names", tenant="t")
     notes = [eng.add(f"note {i} about the hub", tenant="t") for i in range(n)]
     for i, m in enumerate(reversed(notes)):  # written in the reverse of the stored order
         src, dst = (m.id, hub.id) if pointing_in else (hub.id, m.id)
         eng.relate(src, dst, types[0] if i % 3 else types[1],
                    strength=1.0 if i % strong_every == 0 else 0.5, tenant="t")
-    return hub
+    return eng, hub
 
 
 def test_relations_get_their_source_seq_when_the_store_migrates(tmp_path: Path) -> None:
@@ -139,11 +141,9 @@ def test_relations_get_their_source_seq_when_the_store_migrates(tmp_path: Path) 
     from mnemonia.recall import EDGES_PER_SOURCE
 
     folder = tmp_path / "store"
-    eng = _open_hub_store(folder)
-    hub = _hub_and_notes(eng, 40, pointing_in=True, types=("same_entity", "related_to"),
-                         strong_every=5)
-    db = eng.sql.db
-    with db.engine.begin() as conn:  # the store as it was before migration 14
+    eng, hub = _hub_store(folder, 40, pointing_in=True, types=("same_entity", "related_to"),
+                          strong_every=5)
+    with eng.sql.db.engine.begin() as conn:  # the store as it was before migration 14
         conn.exec_driver_sql("DROP INDEX ix_relations_incoming")
         conn.exec_driver_sql("ALTER TABLE relations DROP COLUMN src_seq")
         conn.exec_driver_sql("DELETE FROM schema_migrations WHERE version = 14")
@@ -172,11 +172,9 @@ def test_relations_get_their_target_seq_when_the_store_migrates(tmp_path: Path) 
     from mnemonia.recall import EDGES_PER_SOURCE
 
     folder = tmp_path / "store"
-    eng = _open_hub_store(folder)
-    hub = _hub_and_notes(eng, 30, pointing_in=False, types=("related_to", "causes"),
-                         strong_every=4)
-    db = eng.sql.db
-    with db.engine.begin() as conn:  # the store as it was before migration 18
+    eng, hub = _hub_store(folder, 30, pointing_in=False, types=("related_to", "causes"),
+                          strong_every=4)
+    with eng.sql.db.engine.begin() as conn:  # the store as it was before migration 18
         conn.exec_driver_sql("DROP INDEX ix_relations_outgoing")
         conn.exec_driver_sql("CREATE INDEX ix_relations_type_src "
                              "ON relations (tenant, type, src, dst, strength)")
