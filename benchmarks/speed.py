@@ -6,6 +6,7 @@ engine's own embedder, measured side by side in one run; prints ratios against e
     .venv/bin/python benchmarks/speed.py --sizes 10000 100000 --enrich
     .venv/bin/python benchmarks/speed.py --sizes 1000000 --vectors --json out.json
     .venv/bin/python benchmarks/speed.py --sizes 10000 --vectors --backend torch
+    .venv/bin/python benchmarks/speed.py --again /tmp/mnemonia-speed-100000-XXXX  # kept store
 
 --enrich   session corpus (speakers, places, one-minute turns); recall is measured before and
            after the enrichment sweep (follows / same_entity / related_to relations).
@@ -39,7 +40,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from mnemonia.embeddings import EMBEDDER_BACKENDS
 from rich.console import Console
-from speed_harness import BARE_BACKENDS, run_speed
+from speed_harness import BARE_BACKENDS, recall_again, run_speed
 
 
 def main() -> None:
@@ -61,7 +62,17 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, help="where the temporary stores go")
     ap.add_argument("--keep", action="store_true", help="keep the stores")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--again", type=Path, metavar="ROOT",
+                    help="only recall again, on a store --keep kept (ROOT: its bare/ and "
+                         "mnemonia/ folders); --sizes and the fill options are not used")
     args = ap.parse_args()
+    if args.again is not None:
+        row = recall_again(args.again, queries=args.queries, k=args.k, backend=args.backend,
+                           bare_backend=args.bare_backend, bare_threads=args.bare_threads)
+        print(json.dumps(row, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps(row, indent=2))
+        return
     rows = run_speed(args.sizes, queries=args.queries, ingest_sample=args.ingest_sample,
                      cache_dir=Path(__file__).with_name(".cache"), enrich=args.enrich,
                      vectors=args.vectors, workdir=args.workdir, keep=args.keep,

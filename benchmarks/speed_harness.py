@@ -38,7 +38,7 @@ from rich.table import Table
 from servers import disk_mb
 from speed_corpus import Batch, SyntheticVectors, batches, query_texts, synthetic_texts
 
-__all__ = ["BARE_BACKENDS", "run_speed", "synthetic_texts"]
+__all__ = ["BARE_BACKENDS", "recall_again", "run_speed", "synthetic_texts"]
 
 TENANT = "bench"
 FILL_BATCH = 2000
@@ -384,6 +384,37 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
                              cache_dir=cache_dir, synth=synth, keep=keep)
         print_table(results, console, bare_backend, getattr(embedder, "name", "?"))
     return results
+
+
+def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | None = None,
+                 bare_backend: str = "sentence-transformers", bare_threads: int = 1
+                 ) -> dict[str, Any]:
+    """Recall measured again as :func:`run_speed` measures it (the three sides in turns, the
+    same query texts), on a store ``--keep`` kept: ``root`` holds its ``bare`` and
+    ``mnemonia`` folders. Minutes instead of a new fill; the engine touches as it recalls,
+    so each run changes the store a little (access counts), as a serving process would."""
+    from mnemonia import MemoryEngine
+    from mnemonia.embeddings import default_embedder
+
+    for part in ("bare", "mnemonia"):
+        if not (root / part).is_dir():
+            raise SystemExit(f"{root}: no {part}/ folder (a store kept by speed.py --keep)")
+    if bare_backend not in BARE_BACKENDS:
+        raise ValueError(f"bare_backend={bare_backend!r}: one of {BARE_BACKENDS}")
+    embedder = default_embedder() if backend is None else default_embedder(backend)
+    embedder.embed_query("warm up")
+    bare = bare_side(bare_backend, bare_threads)
+    bare.query("warm up")
+    sides = [BareSide("bare", bare.encode), same_side(embedder)]
+    client, col = _open_bare(root / "bare", create=False)
+    engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual")
+    try:
+        memories = engine.stats(tenant=TENANT)["active"]
+        return {"root": str(root), "memories": memories,
+                **_recall(sides, col, engine, query_texts(queries), k)}
+    finally:
+        engine.close()
+        client.close()
 
 
 def print_table(results: Sequence[dict[str, Any]], console: Console,
