@@ -387,12 +387,13 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
 
 
 def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | None = None,
-                 bare_backend: str = "sentence-transformers", bare_threads: int = 1
-                 ) -> dict[str, Any]:
+                 bare_backend: str = "sentence-transformers", bare_threads: int = 1,
+                 adjust: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Recall measured again as :func:`run_speed` measures it (the three sides in turns, the
     same query texts), on a store ``--keep`` kept: ``root`` holds its ``bare`` and
     ``mnemonia`` folders. Minutes instead of a new fill; the engine touches as it recalls,
-    so each run changes the store a little (access counts), as a serving process would."""
+    so each run changes the store a little (access counts), as a serving process would.
+    ``adjust(engine)``, when given, runs once the engine is open (an experiment's change)."""
     from mnemonia import MemoryEngine
     from mnemonia.embeddings import default_embedder
 
@@ -409,6 +410,8 @@ def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | 
     client, col = _open_bare(root / "bare", create=False)
     engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual")
     try:
+        if adjust is not None:
+            adjust(engine)
         memories = engine.stats(tenant=TENANT)["active"]
         return {"root": str(root), "memories": memories,
                 **_recall(sides, col, engine, query_texts(queries), k)}
