@@ -345,6 +345,21 @@ def _one_size(n: int, *, enrich: bool, vectors_mode: str, queries: int, ingest_s
     return rows
 
 
+def _sides(backend: str | None, bare_backend: str, bare_threads: int
+           ) -> tuple[Any, list[BareSide]]:
+    """The engine's embedder (``backend``, else the default) and the two bare sides (the
+    pair on ``bare_backend``, the pair on the engine's embedder), each warmed up."""
+    from mnemonia.embeddings import default_embedder
+
+    if bare_backend not in BARE_BACKENDS:
+        raise ValueError(f"bare_backend={bare_backend!r}: one of {BARE_BACKENDS}")
+    embedder = default_embedder() if backend is None else default_embedder(backend)
+    embedder.embed_query("warm up")
+    bare = bare_side(bare_backend, bare_threads)
+    bare.query("warm up")
+    return embedder, [BareSide("bare", bare.encode), same_side(embedder)]
+
+
 def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 1000,
               k: int = 10, console: Console | None = None, workdir: Path | None = None,
               cache_dir: Path | None = None, enrich: bool = False, vectors: bool = False,
@@ -362,16 +377,8 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
     ``speed_corpus``), so no fill text is embedded; queries and the ingest sample still go
     through the model on both sides. ``enrich=True``: session corpus, and a second recall
     round after the enrichment sweep."""
-    from mnemonia.embeddings import default_embedder
-
     console = console or Console()
-    embedder = default_embedder() if backend is None else default_embedder(backend)
-    embedder.embed_query("warm up")
-    if bare_backend not in BARE_BACKENDS:
-        raise ValueError(f"bare_backend={bare_backend!r}: one of {BARE_BACKENDS}")
-    bare = bare_side(bare_backend, bare_threads)
-    bare.query("warm up")
-    sides = [BareSide("bare", bare.encode), same_side(embedder)]
+    embedder, sides = _sides(backend, bare_backend, bare_threads)
     synth = None
     if vectors:
         synth = SyntheticVectors(embedder, cache_dir / "cores.npy" if cache_dir else None)
@@ -391,22 +398,16 @@ def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | 
                  adjust: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Recall measured again as :func:`run_speed` measures it (the three sides in turns, the
     same query texts), on a store ``--keep`` kept: ``root`` holds its ``bare`` and
-    ``mnemonia`` folders. Minutes instead of a new fill; the engine touches as it recalls,
-    so each run changes the store a little (access counts), as a serving process would.
+    ``mnemonia`` folders: ~16 s at 100k, where a new fill takes ~10 minutes. The engine
+    touches as it recalls, so each run changes the store a little (access counts), as a
+    serving process would.
     ``adjust(engine)``, when given, runs once the engine is open (an experiment's change)."""
     from mnemonia import MemoryEngine
-    from mnemonia.embeddings import default_embedder
 
     for part in ("bare", "mnemonia"):
         if not (root / part).is_dir():
             raise SystemExit(f"{root}: no {part}/ folder (a store kept by speed.py --keep)")
-    if bare_backend not in BARE_BACKENDS:
-        raise ValueError(f"bare_backend={bare_backend!r}: one of {BARE_BACKENDS}")
-    embedder = default_embedder() if backend is None else default_embedder(backend)
-    embedder.embed_query("warm up")
-    bare = bare_side(bare_backend, bare_threads)
-    bare.query("warm up")
-    sides = [BareSide("bare", bare.encode), same_side(embedder)]
+    embedder, sides = _sides(backend, bare_backend, bare_threads)
     client, col = _open_bare(root / "bare", create=False)
     engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual")
     try:
