@@ -101,15 +101,17 @@ class Graph:
         return out
 
     # -- relations ---------------------------------------------------------------------
-    def _seqs(self, conn: Connection, ids: Sequence[str]) -> dict[str, int]:
-        """``{id: seq}`` of the memories of ``ids`` (a relation's ``src_seq`` and
-        ``dst_seq``; 0 for one not stored)."""
+    def _end_seqs(self, conn: Connection, ends: Sequence[tuple[str, str]]
+                  ) -> list[dict[str, int]]:
+        """``{"src_seq": ..., "dst_seq": ...}`` of each ``(src, dst)`` of ``ends``: the
+        columns of a new relation, its two memories' ``seq`` (0 for one not stored)."""
         m = memories.c
         seqs: dict[str, int] = {}
-        for chunk in chunks(sorted(set(ids))):
+        for chunk in chunks(sorted({e for pair in ends for e in pair})):
             seqs.update((r[0], int(r[1])) for r in conn.execute(
                 sa.select(m.id, m.seq).where(m.id.in_(chunk))))
-        return seqs
+        return [{"src_seq": seqs.get(src, 0), "dst_seq": seqs.get(dst, 0)}
+                for src, dst in ends]
 
     def previous_in_session(self, conn: Connection, tenant: str, session_id: str,
                             memory_id: str, at: float) -> str | None:
@@ -136,9 +138,9 @@ class Graph:
                 sa.select(relations.c.src, relations.c.dst, relations.c.type).where(
                     relations.c.tenant == tenant, relations.c.src.in_(chunk)))}
         new = [(k, w) for k, w in edges.items() if k not in existing and k[0] != k[1]]
-        seqs = self._seqs(conn, [e for k, _ in new for e in k[:2]]) if new else {}
-        rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at,
-                     src_seq=seqs.get(s, 0), dst_seq=seqs.get(d, 0)) for (s, d, t), w in new]
+        seqs = self._end_seqs(conn, [(s, d) for (s, d, _), _ in new]) if new else []
+        rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at, **q)
+                for ((s, d, t), w), q in zip(new, seqs, strict=True)]
         if rows:
             conn.execute(relations.insert(), rows)
         return len(rows)
@@ -152,10 +154,9 @@ class Graph:
         if conn.execute(sa.select(r.src).where(key)).first():
             conn.execute(relations.update().where(key).values(strength=strength))
         else:
-            seqs = self._seqs(conn, [src, dst])
             conn.execute(relations.insert().values(
                 tenant=tenant, src=src, dst=dst, type=rel_type, strength=strength,
-                created_at=at, src_seq=seqs.get(src, 0), dst_seq=seqs.get(dst, 0)))
+                created_at=at, **self._end_seqs(conn, [(src, dst)])[0]))
 
     def delete_relation(self, conn: Connection, tenant: str, src: str, dst: str,
                         rel_type: str) -> int:
@@ -187,10 +188,9 @@ class Graph:
             new = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) not in there]
             old = [x for x in chunk if (x["tenant"], x["src"], x["dst"], x["type"]) in there]
             if new:
-                seqs = self._seqs(conn, [x[e] for x in new for e in ("src", "dst")])
-                conn.execute(relations.insert(), [{**x, "src_seq": seqs.get(x["src"], 0),
-                                                   "dst_seq": seqs.get(x["dst"], 0)}
-                                                  for x in new])
+                seqs = self._end_seqs(conn, [(x["src"], x["dst"]) for x in new])
+                conn.execute(relations.insert(), [{**x, **q} for x, q in zip(new, seqs,
+                                                                              strict=True)])
             if overwrite and old:
                 conn.execute(relations.update().where(
                     r.tenant == sa.bindparam("b_tenant"), r.src == sa.bindparam("b_src"),
