@@ -15,6 +15,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -22,6 +23,7 @@ import numpy as np
 from tenacity import RetryError
 
 from mnemonia.errors import InvalidInputError, StoreError, StoreUnavailableError
+from mnemonia.store.approximate import Approximate, OwnIndexes
 from mnemonia.store.exact import ExactScores, Mirror
 from mnemonia.store.retry import bounded, first_then
 
@@ -54,6 +56,16 @@ _TRANSIENT_SERVER_ERRORS = (
 def collection_name(tenant: str, namespace: str = "mnemonia") -> str:
     """Chroma collection of a tenant: ``<namespace>-<tenant>``."""
     return f"{namespace}-{tenant}"
+
+
+def _usearch() -> bool:
+    """Whether usearch (the own indexes' library) imports; without it Chroma's query answers."""
+    try:
+        import usearch.index  # noqa: F401
+    except ImportError as e:  # pragma: no cover - a dependency; a platform without a wheel
+        log.warning("usearch cannot be imported (%s): big collections use Chroma's query", e)
+        return False
+    return True
 
 
 def _transient(exc: BaseException) -> bool:
@@ -103,7 +115,8 @@ class ChromaIndex:
 
     def __init__(self, *, path: str | None = None, url: str | None = None,
                  attempts: int = 5, max_wait: float = 2.0, namespace: str = "mnemonia",
-                 exact_limit: int = 0) -> None:
+                 exact_limit: int = 0, own_index_limit: int = 0,
+                 own_index_folder: str | os.PathLike[str] | None = None) -> None:
         os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
         import chromadb
         from chromadb.config import Settings
@@ -126,6 +139,13 @@ class ChromaIndex:
         # collection name -> the lock its writes and its mirror's first read take, so a
         # mirror read from Chroma misses no write (writes to other collections go on)
         self._collection_locks: dict[str, threading.Lock] = {}
+        # Collections past exact_limit (embedded stores only, as above): an HNSW index of the
+        # process's own, kept in step like a mirror (mnemonia.store.approximate)
+        # (with none allowed, writes still delete what an earlier open saved: it goes stale)
+        self._own = OwnIndexes(
+            self, Path(own_index_folder) if own_index_folder else None,
+            own_index_limit if own_index_limit > 0 and _usearch() else 0) \
+            if self.mode == "embedded" else None
         if url:
             parsed = urlparse(url)
             if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -206,6 +226,8 @@ class ChromaIndex:
     def drop_cached(self, tenant: str) -> None:
         self._collections.pop(tenant, None)
         self._drop_mirror(collection_name(tenant, self.namespace))
+        if self._own is not None:
+            self._own.forget(collection_name(tenant, self.namespace))
 
     def tenants(self) -> list[str]:
         """The tenants whose collection (``<namespace>-<tenant>``) exists, sorted; embedded
@@ -223,6 +245,8 @@ class ChromaIndex:
         self._collections.pop(tenant, None)
         name = collection_name(tenant, self.namespace)
         self._drop_mirror(name)
+        if self._own is not None:
+            self._own.forget(name, saved=True)
         names = self._call(self._client.list_collections)
         if any(getattr(c, "name", c) == name for c in names):
             self._call(lambda: self._client.delete_collection(name=name))
@@ -236,6 +260,8 @@ class ChromaIndex:
                 self._call(functools.partial(
                     col.upsert, ids=list(ids[start:end]), embeddings=vectors[start:end],
                     documents=list(documents[start:end]), metadatas=list(metadatas[start:end])))
+                if self._own is not None:
+                    self._own.put(col.name, ids[start:end], vectors[start:end])
                 if mirror is not None:
                     # what Chroma stored (it normalises cosine vectors itself, a few 1e-8 off
                     # ours), as a mirror read from Chroma later holds it: scores do not
@@ -261,6 +287,9 @@ class ChromaIndex:
         mirror = self._mirror(col)
         if mirror is not None:
             return mirror.nearest(vectors, n)
+        own: Approximate | None = self._own_index(col)
+        if own is not None:
+            return own.nearest(vectors, n)
         res = self._call(lambda: col.query(query_embeddings=vectors,
                                            n_results=min(n, _MAX_RESULTS),
                                            include=["distances"]))
@@ -285,6 +314,8 @@ class ChromaIndex:
         if ids:
             with self._mirroring(col, deleting=len(set(ids))) as mirror:
                 self._call(lambda: col.delete(ids=list(ids)))
+                if self._own is not None:
+                    self._own.drop(col.name, ids)
                 if mirror is not None:
                     mirror.drop(ids)
 
@@ -320,7 +351,29 @@ class ChromaIndex:
             ids, vectors = self._all_vectors(col)
             mirror = Mirror(ids, vectors)
             self._keep_mirror(name, mirror)
+            if self._own is not None:  # (one that shrank to the limit)
+                self._own.forget(name, saved=True)
             return mirror
+
+    def _own_index(self, col: ChromaCollection) -> Approximate | None:
+        """The collection's own HNSW index, when it is built (else Chroma's query answers)."""
+        if self._own is None:
+            return None
+        return self._own.ready(col.name) or self._own.index(col, self._collection_lock(col.name))
+
+    def own_index_ready(self, col: ChromaCollection, timeout: float | None = None) -> bool:
+        """Whether a query on the collection is answered by the process's own HNSW index
+        (starting it if it is not, and waiting up to ``timeout`` seconds for its build);
+        ``False`` for a mirrored collection, and without own indexes."""
+        if self._own is None or self._mirror(col) is not None:
+            return False
+        if self._own_index(col) is not None:
+            return True
+        return self._own.wait(col.name, timeout)
+
+    def all_vectors(self, col: ChromaCollection) -> tuple[list[str], np.ndarray]:
+        """Every id of the collection and its vector (one row each), read in pages."""
+        return self._all_vectors(col)
 
     def _collection_lock(self, name: str) -> threading.Lock:
         with self._mirror_lock:
@@ -374,14 +427,18 @@ class ChromaIndex:
         ``deleting`` ids lets a collection too large to mirror be counted again once it may
         have come down to ``exact_limit``: it holds at least its last count less the ids
         deleted since (adds only raise that), so it is not counted on every delete (Chroma's
-        count takes 12 ms at 100,000 vectors)."""
-        if self.exact_limit <= 0:
+        count takes 12 ms at 100,000 vectors). The own indexes hear of the write first (what
+        is saved of the collection goes) and take its vectors after Chroma did; a write that
+        fails drops the collection's own index too."""
+        name, own = col.name, self._own
+        if self.exact_limit <= 0 and own is None:
             yield None
             return
-        name = col.name
         with self._collection_lock(name):
-            mirror = self._mirrors.get(name)
-            if deleting and mirror is None:
+            if own is not None:
+                own.writing(name)
+            mirror = self._mirrors.get(name) if self.exact_limit > 0 else None
+            if deleting and mirror is None and self.exact_limit > 0:
                 with self._mirror_lock:
                     left = self._at_least.get(name, 0) - deleting
                     if left > self.exact_limit:
@@ -391,7 +448,9 @@ class ChromaIndex:
             try:
                 yield mirror
             except BaseException:
-                self._drop_mirror(col.name)
+                self._drop_mirror(name)
+                if own is not None:  # built again on the next query
+                    own.forget(name, saved=True)
                 raise
 
     def count(self, col: ChromaCollection) -> int:
@@ -409,6 +468,8 @@ class ChromaIndex:
 
     def close(self) -> None:
         """Release the client (sockets of an HTTP client, files of an embedded one)."""
+        if self._own is not None:  # saved for the next open (before the client goes)
+            self._own.close()
         self._collections.clear()
         self._mirrors.clear()
         self._at_least.clear()
