@@ -106,13 +106,15 @@ class Approximate:
 
     def nearest(self, queries: np.ndarray, n: int) -> tuple[list[list[str]], list[list[float]]]:
         """Per row of ``queries``, about the ``n`` nearest held vectors (ids and cosines, best
-        first)."""
+        first); all of them when ``n`` is at least as many as it holds."""
         rows = normalise_rows(np.asarray(queries, dtype=np.float32))
         with self._lock:
             if not self._key or n <= 0 or self._index is None:
                 return [[] for _ in range(len(rows))], [[] for _ in range(len(rows))]
+            # (asked for all it holds: every one, which a walk of the graph may not reach)
             found = self._index.search(rows, min(n, len(self._key)),
-                                       threads=1 if len(rows) == 1 else _threads())
+                                       threads=1 if len(rows) == 1 else _threads(),
+                                       exact=n >= len(self._key))
             ids = self._ids
         keys = np.atleast_2d(found.keys)
         distances = np.atleast_2d(found.distances)
@@ -330,6 +332,21 @@ class OwnIndexes:
                 return
         if index is not None:
             _apply(index, ids, vectors)
+            if vectors is not None:
+                self._within_budget(name)
+
+    def _within_budget(self, name: str) -> None:
+        """A collection that grew the indexes past :attr:`limit` goes back to Chroma's query
+        (its index is dropped)."""
+        with self._lock:
+            held = (sum(a.size for a in self._ready.values())
+                    + sum(b.size for b in self._building.values()))
+            index = self._ready.get(name)
+            if index is None or held <= self.limit:
+                return
+            del self._ready[name]
+            self._clean.discard(name)
+            self._skipped[name] = index.size
 
     def _finish(self, col: Any, lock: threading.Lock, build: _Build,
                 loaded: Approximate | None) -> None:
