@@ -1,22 +1,22 @@
-"""Chroma's kNN query on a big collection against an approximate index the process would keep
-itself: what a recall past ``exact_search_limit`` spends finding its nearest neighbours.
+"""Chroma's kNN query on a big collection against the HNSW index the engine keeps itself
+(``own_index_limit``, :mod:`mnemonia.store.approximate`): what a recall past
+``exact_search_limit`` spends finding its nearest neighbours.
 
     .venv/bin/python benchmarks/speed.py --sizes 100000 --vectors --enrich --keep
     .venv/bin/python benchmarks/ann_index.py /tmp/mnemonia-speed-100000-XXXX/mnemonia
 
 Reads every vector of the store's largest collection and embeds ``--queries`` new speed-corpus
-queries with the engine's embedder; then, query by query, times Chroma's ``query`` (what
-recall asks today) at ``n_results`` 1 and ``--n``, and its recall@n against the exact
-neighbours (the full product). Where ``hnswlib`` or ``faiss`` can be imported (neither is a
-dependency of Mnemonia: install them beside it to compare), it builds their HNSW index on the
-same vectors (M 16, ef_construction 100, two threads) and prints the build time, the query
-p50 (one thread) and the recall@n at several ``ef``. Not a test: nothing here asserts a time.
+queries with the engine's embedder; then, query by query, times Chroma's ``query`` at
+``n_results`` 1 and ``--n``, and its recall@n against the exact neighbours (the full
+product); then builds the engine's own index (usearch) on the same vectors as the engine
+builds it and prints its build time, saved size, load time, query p50 (one thread) and
+recall@n at several ``ef`` (the engine's marked). Where ``hnswlib`` or ``faiss`` can be
+imported (neither is a dependency of Mnemonia: install them beside it to compare), their HNSW
+indexes too (M 16, ef_construction 100, two threads). Not a test: nothing here asserts a time.
 
-``--again ROOT`` (a folder ``speed.py --keep`` kept, the store being ``ROOT/mnemonia``; needs
-hnswlib): then ``speed.py --again ROOT`` twice in turns, the engine's kNN on that collection
-answered once by Chroma and once by the hnswlib index (``--ef``): an estimate of what an
-index of the process's own would change end to end. Only the query is swapped (the index
-is not kept in step with writes: recall's touches write no vectors).
+``--again ROOT`` (a folder ``speed.py --keep`` kept, the store being ``ROOT/mnemonia``): then
+``speed.py --again ROOT`` in turns, ``--rounds`` pairs, the engine's kNN answered by Chroma's
+query (``own_index_limit=0``) and by its own index (the default).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -79,34 +78,50 @@ def _all_vectors(col: object) -> tuple[list[str], np.ndarray]:
     return ids, np.concatenate(parts)
 
 
-def _end_to_end(root: Path, name: str, ids: list[str], index: Any, ef: int, rounds: int
-                ) -> None:
-    """``speed.py --again root`` in turns, the kNN on collection ``name`` answered by Chroma
-    and by ``index`` (labels are positions in ``ids``)."""
+def _end_to_end(root: Path, rounds: int) -> None:
+    """``speed.py --again root`` in turns, the engine's kNN answered by Chroma's query
+    (``own_index_limit=0``) and by its own index (the default)."""
     from speed_harness import recall_again
-
-    index.set_ef(ef)
-
-    def swap(engine: Any) -> None:
-        vectors = engine.runtime.vectors
-        chroma_query = vectors.query
-
-        def query(col: Any, qs: np.ndarray, n: int) -> tuple[list[list[str]], list[list[float]]]:
-            if col.name != name:
-                return chroma_query(col, qs, n)
-            labels, distances = index.knn_query(qs, k=n)
-            return ([[ids[j] for j in row] for row in labels],
-                    [[1.0 - float(d) for d in row] for row in distances])
-        vectors.query = query
 
     print("| kNN by | ours p50 ms | bare p50 ms | p50 ratio | p95 ratio |")
     print("|---|---|---|---|---|")
     for r in range(rounds):
-        for label in (("Chroma", "hnswlib") if r % 2 == 0 else ("hnswlib", "Chroma")):
-            row = recall_again(root, adjust=swap if label == "hnswlib" else None)
-            shown = f"hnswlib (ef {ef})" if label == "hnswlib" else label
-            print(f"| {shown} | {row['ours_p50_ms']:.2f} | {row['bare_p50_ms']:.2f} "
+        for label in (("Chroma", "own index") if r % 2 == 0 else ("own index", "Chroma")):
+            row = recall_again(root, **({"own_index_limit": 0} if label == "Chroma" else {}))
+            print(f"| {label} | {row['ours_p50_ms']:.2f} | {row['bare_p50_ms']:.2f} "
                   f"| {row['bare_p50_ratio']:.3f} | {row['bare_p95_ratio']:.3f} |", flush=True)
+
+
+def _own_index(ids: list[str], vectors: np.ndarray, queries: np.ndarray, exact: np.ndarray,
+               n: int) -> None:
+    """The engine's own index (mnemonia.store.approximate, usearch) on the same vectors: its
+    build as the engine builds it, then its search at the engine's ``ef`` and others."""
+    import tempfile
+
+    from mnemonia.store.approximate import EXPANSION_SEARCH, Approximate
+
+    t0 = time.perf_counter()
+    own = Approximate()
+    for start in range(0, len(ids), 8192):
+        own.put(ids[start:start + 8192], vectors[start:start + 8192])
+    built = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as tmp:
+        own.save(Path(tmp), "c")
+        saved = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
+        t0 = time.perf_counter()
+        Approximate.load(Path(tmp), "c", len(ids))
+        loaded = time.perf_counter() - t0
+    pos = {m: i for i, m in enumerate(ids)}
+    inner = own._index  # (a benchmark trying other breadths)
+    for ef in sorted({*EFS, EXPANSION_SEARCH}):
+        inner.expansion_search = ef
+        p50, found = _p50_ms(lambda q: [pos[m] for m in own.nearest(q[None, :], n)[0][0]],
+                             queries)
+        mark = " (the engine's)" if ef == EXPANSION_SEARCH else ""
+        print(f"| own index, usearch {_version('usearch')}{mark} | {built:.1f} | {ef} "
+              f"| {p50:.3f} | {_recall_at(found, exact):.4f} |", flush=True)
+    inner.expansion_search = EXPANSION_SEARCH
+    print(f"(own index: saved {saved:.0f} MB, loaded in {loaded:.2f} s)")
 
 
 def main() -> None:
@@ -117,8 +132,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--n", type=int, default=20, help="neighbours asked (recall asks 20)")
     ap.add_argument("--again", type=Path, metavar="ROOT",
-                    help="also speed.py --again ROOT, Chroma's query against hnswlib's")
-    ap.add_argument("--ef", type=int, default=64, help="hnswlib's ef for --again")
+                    help="also speed.py --again ROOT, Chroma's query against the own index")
     ap.add_argument("--rounds", type=int, default=2, help="pairs of --again runs")
     args = ap.parse_args()
     if args.again is not None:
@@ -155,12 +169,15 @@ def main() -> None:
             query_embeddings=[q], n_results=n, include=["distances"])["ids"][0]], queries)
         rec = f"{_recall_at(found, exact):.4f}" if n == args.n else "-"
         print(f"| Chroma query, n_results={n} | - | - | {p50:.3f} | {rec} |")
+    _own_index(ids, vectors, queries, exact, args.n)
+    if args.again is not None:
+        client.close()
+        _end_to_end(args.again, args.rounds)
+        return
     try:
         import hnswlib
     except ImportError:
         print("| hnswlib | not installed | | | |")
-        if args.again is not None:
-            sys.exit("--again needs hnswlib")
     else:
         t0 = time.perf_counter()
         index = hnswlib.Index(space="ip", dim=vectors.shape[1])
@@ -175,9 +192,6 @@ def main() -> None:
                                  queries)
             print(f"| hnswlib {_version('hnswlib')} | {built:.1f} | {ef} | {p50:.3f} "
                   f"| {_recall_at(found, exact):.4f} |")
-        if args.again is not None:
-            client.close()
-            _end_to_end(args.again, col.name, ids, index, args.ef, args.rounds)
     try:
         import faiss
     except ImportError:

@@ -65,10 +65,14 @@ def main() -> None:
     ap.add_argument("--again", type=Path, metavar="ROOT",
                     help="only recall again, on a store --keep kept (ROOT: its bare/ and "
                          "mnemonia/ folders); --sizes and the fill options are not used")
+    ap.add_argument("--own-index-limit", type=int, metavar="N",
+                    help="with --again: the engine's own_index_limit (0: Chroma's query)")
     args = ap.parse_args()
     if args.again is not None:
+        own = {} if args.own_index_limit is None else {"own_index_limit": args.own_index_limit}
         row = recall_again(args.again, queries=args.queries, k=args.k, backend=args.backend,
-                           bare_backend=args.bare_backend, bare_threads=args.bare_threads)
+                           bare_backend=args.bare_backend, bare_threads=args.bare_threads,
+                           **own)
         print(json.dumps(row, indent=1))
         if args.json:
             args.json.write_text(json.dumps(row, indent=2))

@@ -403,13 +403,15 @@ def run_speed(sizes: Sequence[int], *, queries: int = 200, ingest_sample: int = 
 
 def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | None = None,
                  bare_backend: str = "sentence-transformers", bare_threads: int = 1,
-                 adjust: Callable[[Any], None] | None = None) -> dict[str, Any]:
+                 adjust: Callable[[Any], None] | None = None, **config: Any
+                 ) -> dict[str, Any]:
     """Recall measured again as :func:`run_speed` measures it (the three sides in turns, the
     same query texts), on a store ``--keep`` kept: ``root`` holds its ``bare`` and
     ``mnemonia`` folders: ~16 s at 100k, where a new fill takes ~10 minutes. The engine
     touches as it recalls, so each run changes the store a little (access counts), as a
     serving process would.
-    ``adjust(engine)``, when given, runs once the engine is open (an experiment's change)."""
+    ``adjust(engine)``, when given, runs once the engine is open (an experiment's change);
+    ``config``: keys the engine opens with (``own_index_limit=0``, say)."""
     from mnemonia import MemoryEngine
 
     for part in ("bare", "mnemonia"):
@@ -417,7 +419,8 @@ def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | 
             raise SystemExit(f"{root}: no {part}/ folder (a store kept by speed.py --keep)")
     embedder, sides = _sides(backend, bare_backend, bare_threads)
     client, col = _open_bare(root / "bare", create=False)
-    engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual")
+    engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual",
+                               **config)
     try:
         if adjust is not None:
             adjust(engine)
