@@ -419,8 +419,10 @@ def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | 
             raise SystemExit(f"{root}: no {part}/ folder (a store kept by speed.py --keep)")
     embedder, sides = _sides(backend, bare_backend, bare_threads)
     client, col = _open_bare(root / "bare", create=False)
-    engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, maintenance="manual",
-                               **config)
+    from mnemonia import MnemoniaConfig
+
+    engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, config=MnemoniaConfig.load(
+        maintenance="manual", **config))
     try:
         if adjust is not None:
             adjust(engine)
