@@ -215,10 +215,11 @@ def test_ingest_asks_the_mirror_for_neighbours(tmp_path: Path, clock: ManualCloc
         eng.close()
 
 
-@pytest.mark.parametrize("bad", [-1, 2.5, "many", True])
-def test_exact_search_limit_must_be_a_whole_number_from_zero(bad: object) -> None:
-    with pytest.raises(InvalidConfigError, match="exact_search_limit"):
-        MnemoniaConfig(exact_search_limit=bad)  # type: ignore[arg-type]
+@pytest.mark.parametrize("key", ["exact_search_limit", "own_index_limit"])
+@pytest.mark.parametrize("bad", [-1, 2.5, "many", True, None])
+def test_the_search_limits_must_be_whole_numbers_from_zero(key: str, bad: object) -> None:
+    with pytest.raises(InvalidConfigError, match=key):
+        MnemoniaConfig(**{key: bad})
 
 
 def test_mirrors_over_the_budget_drop_the_least_recently_searched(

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
 from mnemonia.embeddings import HashingEmbedder
-from mnemonia.errors import InvalidConfigError
 from mnemonia.store import approximate
 from mnemonia.store.approximate import Approximate
 from mnemonia.store.chroma import ChromaIndex
+
+from tests.integration.test_exact_search import FACTS
 
 DIM = 16
 
@@ -88,14 +89,6 @@ def _open(path: Path, clock: ManualClock, **kw: object) -> MemoryEngine:
     return MemoryEngine.open(path, config=cfg, clock=clock, embedder=HashingEmbedder())
 
 
-FACTS = [
-    "The staging cluster runs on Kubernetes in Frankfurt",
-    "Priya reviews the quarterly budget every March",
-    "The office cat is called Miso and likes salmon",
-    "Deployments freeze on Fridays after noon",
-    "The wifi password changed to correct-horse",
-    "Backups of the billing database run nightly at 2am",
-]
 
 
 def _texts(engine: MemoryEngine, query: str) -> list[str]:
@@ -119,19 +112,19 @@ def test_recall_through_the_own_index_sees_every_write_and_survives_a_reopen(
             eng.add("Backups of the mail server run weekly on Sundays", tenant="t")
             eng.add_many([{"id": "f2", "text": "The office dog is called Pepper"}],
                          tenant="t", replace=True)
-            eng.forget("f5", tenant="t", hard=True)
+            eng.forget("f7", tenant="t", hard=True)
         for q in ("when are backups?", "what is the dog called?", "who reviews the budget?"):
             assert _texts(own, q) == _texts(chroma, q)
         got = _texts(own, "when are backups?")
         assert "Backups of the mail server run weekly on Sundays" in got
-        assert FACTS[5] not in got and FACTS[2] not in _texts(own, "what is the cat called?")
+        assert FACTS[7] not in got and FACTS[2] not in _texts(own, "what is the cat called?")
     finally:
         own.close()
         chroma.close()
     saved = tmp_path / "own" / "indexes"
     assert sorted(p.name for p in saved.iterdir()) == [
         "mnemonia-t.ids.json", "mnemonia-t.json", "mnemonia-t.usearch"]
-    assert json.loads((saved / "mnemonia-t.json").read_text())["count"] == 6
+    assert json.loads((saved / "mnemonia-t.json").read_text())["count"] == 8
     again = _open(tmp_path / "own", clock)
     try:
         col = again.vectors.collection("t", model=again.embedder.name, dimension=0,
@@ -145,7 +138,7 @@ def test_recall_through_the_own_index_sees_every_write_and_survives_a_reopen(
             "The printer on floor two is broken"
     finally:
         again.close()
-    assert json.loads((saved / "mnemonia-t.json").read_text())["count"] == 7
+    assert json.loads((saved / "mnemonia-t.json").read_text())["count"] == 9
 
 
 _CRASH = """
@@ -283,9 +276,3 @@ def test_recalls_and_writes_on_threads_keep_the_index_whole(
             sorted(eng.vectors.all_ids(col))
     finally:
         eng.close()
-
-
-@pytest.mark.parametrize("bad", [-1, 1.5, "many", None])
-def test_own_index_limit_must_be_a_whole_number_from_zero(bad: object) -> None:
-    with pytest.raises(InvalidConfigError, match="own_index_limit"):
-        MnemoniaConfig(own_index_limit=bad)  # type: ignore[arg-type]
