@@ -270,8 +270,8 @@ class MnemoniaConfig:
     own_index_limit: int = key(2_000_000, Integer(0), (
         "Vectors an embedded store holds, over all tenants past `exact_search_limit`, in HNSW "
         "indexes of its own (usearch, in memory, saved in the store's `indexes/` folder on "
-        "close) instead of asking Chroma's: at 100,000 vectors a search takes ~0.3 ms "
-        "against Chroma's ~1.2 ms at the same recall (`benchmarks/ann_index.py`). ~2.9 KB "
+        "close) instead of asking Chroma's: at 100,000 vectors a search takes ~0.5 ms "
+        "against Chroma's ~1.2 ms at about the same recall (`benchmarks/ann_index.py`). ~2.9 KB "
         "of memory a vector; a tenant that does not fit uses Chroma's query. 0: never."))
     retry_attempts: int = key(5, Integer(1), (
         "Tries of a store call (Chroma, the SQL side-store) that fails with a transient error."))

@@ -2,14 +2,15 @@
 
 A collection too large to mirror for exact search (:mod:`mnemonia.store.exact`) is searched
 by HNSW. Chroma's ``query`` answers that in ~1.2 ms at 100,000 vectors, ~1.1 ms of it a fixed
-cost even for one neighbour; an index held in the process (usearch, M 16) answers in ~0.3 ms
-at the same recall (`benchmarks/ann_index.py`). Like a mirror, it is kept in step with every
-vector write of the embedded store's one writing process (:class:`~mnemonia.store.chroma.
-ChromaIndex` routes them here), and it is the same vectors Chroma holds, normalised, so a
-score is the cosine Chroma's ``cosine`` space gives (``1 - distance``).
+cost even for one neighbour; an index held in the process (usearch, M 16, ef 100) answers in
+~0.5 ms, finding 99.5% of the 20 nearest where Chroma finds 99.8%
+(`benchmarks/ann_index.py`). Like a mirror, it is kept in step with every vector write of the
+embedded store's one writing process (:class:`~mnemonia.store.chroma.ChromaIndex` routes them
+here), and it is the same vectors Chroma holds, normalised, so a score is the cosine Chroma's
+``cosine`` space gives (``1 - distance``).
 
 It is saved beside the store when the store closes and read back on the next open (0.2 s at
-100,000 vectors, against ~15 s to build it from Chroma's vectors). A saved index is good
+100,000 vectors, against ~22 s to build it from Chroma's vectors). A saved index is good
 only until its collection is next written: the first write after loading it deletes the
 saved manifest, so a process that stops without closing leaves nothing stale behind; the
 next open builds the index again (in the background: Chroma answers meanwhile).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -31,6 +33,8 @@ from mnemonia.embeddings import normalise_rows
 
 __all__ = ["CONNECTIVITY", "EXPANSION_ADD", "EXPANSION_SEARCH", "Approximate", "saved_files",
            "unlink"]
+
+log = logging.getLogger("mnemonia.store")
 
 CONNECTIVITY = 16
 """Links per node (HNSW's M), as Chroma's own index."""
@@ -192,7 +196,7 @@ def unlink(folder: Path, name: str) -> None:
 SYNC_BUILD = 5_000
 """A collection of at most this many vectors has its index built on the query that first
 needs it (~0.6 s at 5,000); a larger one is built on a thread of its own while Chroma's query
-answers (~15 s at 100,000 on two cores, reading its vectors included)."""
+answers (~22 s at 100,000 on two cores, reading its vectors included)."""
 _ADD_STEP = 8_192  # vectors added at once while building (a close in between stops it)
 
 
@@ -319,8 +323,7 @@ class OwnIndexes:
                 try:
                     index.save(self.folder, name)
                 except OSError as e:  # next open builds it again
-                    import logging
-                    logging.getLogger("mnemonia.store").warning(
+                    log.warning(
                         "could not save the index of %s in %s: %s", name, self.folder, e)
 
     # -- inside ------------------------------------------------------------------------------
@@ -372,8 +375,7 @@ class OwnIndexes:
                     if loaded is not None and name not in self._unlinked:
                         self._clean.add(name)  # as saved (no write since: see writing)
         except Exception as e:  # the store closed under the build, Chroma failed, ...
-            import logging
-            logging.getLogger("mnemonia.store").debug("index of %s not built: %s", name, e)
+            log.debug("index of %s not built: %s", name, e)
             with self._lock:
                 if self._building.get(name) is build:
                     del self._building[name]

@@ -348,7 +348,7 @@ class ChromaIndex:
                 self._past_limit(name, size)
                 return None
             self._make_room(size)
-            ids, vectors = self._all_vectors(col)
+            ids, vectors = self.all_vectors(col)
             mirror = Mirror(ids, vectors)
             self._keep_mirror(name, mirror)
             if self._own is not None:  # (one that shrank to the limit)
@@ -370,10 +370,6 @@ class ChromaIndex:
         if self._own_index(col) is not None:
             return True
         return self._own.wait(col.name, timeout)
-
-    def all_vectors(self, col: ChromaCollection) -> tuple[list[str], np.ndarray]:
-        """Every id of the collection and its vector (one row each), read in pages."""
-        return self._all_vectors(col)
 
     def _collection_lock(self, name: str) -> threading.Lock:
         with self._mirror_lock:
@@ -405,7 +401,8 @@ class ChromaIndex:
                 mirror = self._mirrors.pop(other)
                 held -= mirror.size if mirror is not None else 0
 
-    def _all_vectors(self, col: ChromaCollection) -> tuple[list[str], np.ndarray]:
+    def all_vectors(self, col: ChromaCollection) -> tuple[list[str], np.ndarray]:
+        """Every id of the collection and its vector (one row each), read in pages."""
         ids: list[str] = []
         parts: list[np.ndarray] = []
         while True:
