@@ -14,6 +14,12 @@ recall@n at several ``ef`` (the engine's marked). Where ``hnswlib`` or ``faiss``
 imported (neither is a dependency of Mnemonia: install them beside it to compare), their HNSW
 indexes too (M 16, ef_construction 100, two threads). Not a test: nothing here asserts a time.
 
+``--synthetic N`` (no store): the engine's own index alone on ``N`` vectors made as
+``scale.py`` fills its stores (``speed_corpus.SyntheticVectors``, the ``sessions`` corpus):
+its build, the process's resident memory before and after, saved size, load time, and its
+search against the exact neighbours, where a store of that size cannot be filled in time
+(1M memories take ~2.5 h to fill here).
+
 ``--again ROOT`` (a folder ``speed.py --keep`` kept, the store being ``ROOT/mnemonia``): then
 ``speed.py --again ROOT`` in turns, ``--rounds`` pairs, the engine's kNN answered by Chroma's
 query (``own_index_limit=0``) and by its own index (the default).
@@ -92,6 +98,39 @@ def _end_to_end(root: Path, rounds: int) -> None:
                   f"| {row['bare_p50_ratio']:.3f} | {row['bare_p95_ratio']:.3f} |", flush=True)
 
 
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _synthetic(n: int) -> tuple[list[str], np.ndarray]:
+    """``n`` ids and vectors as ``scale.py`` fills a store of one tenant."""
+    from mnemonia.embeddings import default_embedder
+    from speed_corpus import SyntheticVectors, batches
+
+    synth = SyntheticVectors(default_embedder(), Path(__file__).with_name(".cache") / "cores.npy")
+    vectors = np.empty((n, synth.base.shape[1]), dtype=np.float32)
+    ids: list[str] = []
+    for b in batches(n, 1000, kind="sessions"):
+        vectors[b.start:b.start + len(b.items)] = synth(b)
+        ids += b.ids
+    return ids, vectors
+
+
+def _exact(queries: np.ndarray, vectors: np.ndarray, n: int) -> np.ndarray:
+    """Each query's ``n`` exact nearest neighbours (in blocks of queries: a million
+    vectors' product with them all at once would not fit beside them)."""
+    out = []
+    for start in range(0, len(queries), 32):
+        sims = queries[start:start + 32] @ vectors.T
+        top = np.argpartition(-sims, n, axis=1)[:, :n]
+        order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")
+        out.append(np.take_along_axis(top, order, axis=1))
+    return np.concatenate(out)
+
+
 def _own_index(ids: list[str], vectors: np.ndarray, queries: np.ndarray, exact: np.ndarray,
                n: int) -> None:
     """The engine's own index (mnemonia.store.approximate, usearch) on the same vectors: its
@@ -100,17 +139,23 @@ def _own_index(ids: list[str], vectors: np.ndarray, queries: np.ndarray, exact: 
 
     from mnemonia.store.approximate import EXPANSION_SEARCH, Approximate
 
+    rss0 = _rss_mb()
     t0 = time.perf_counter()
     own = Approximate()
     for start in range(0, len(ids), 8192):
         own.put(ids[start:start + 8192], vectors[start:start + 8192])
     built = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as tmp:
+    rss1 = _rss_mb()
+    with tempfile.TemporaryDirectory(dir=os.environ.get("ANN_INDEX_TMP")) as tmp:
+        t0 = time.perf_counter()
         own.save(Path(tmp), "c")
+        saving = time.perf_counter() - t0
         saved = sum(p.stat().st_size for p in Path(tmp).iterdir()) / 1e6
         t0 = time.perf_counter()
-        Approximate.load(Path(tmp), "c", len(ids))
+        again = Approximate.load(Path(tmp), "c", len(ids))
         loaded = time.perf_counter() - t0
+        rss2 = _rss_mb()
+        del again
     pos = {m: i for i, m in enumerate(ids)}
     inner = own._index  # (a benchmark trying other breadths)
     for ef in sorted({*EFS, EXPANSION_SEARCH}):
@@ -121,7 +166,9 @@ def _own_index(ids: list[str], vectors: np.ndarray, queries: np.ndarray, exact: 
         print(f"| own index, usearch {_version('usearch')}{mark} | {built:.1f} | {ef} "
               f"| {p50:.3f} | {_recall_at(found, exact):.4f} |", flush=True)
     inner.expansion_search = EXPANSION_SEARCH
-    print(f"(own index: saved {saved:.0f} MB, loaded in {loaded:.2f} s)")
+    print(f"(own index of {len(ids):,} vectors: built in {built:.1f} s, resident memory "
+          f"{rss0:.0f} -> {rss1:.0f} MB, saved in {saving:.1f} s as {saved:.0f} MB, loaded in "
+          f"{loaded:.2f} s (resident {rss2:.0f} MB with both))")
 
 
 def main() -> None:
@@ -134,7 +181,23 @@ def main() -> None:
     ap.add_argument("--again", type=Path, metavar="ROOT",
                     help="also speed.py --again ROOT, Chroma's query against the own index")
     ap.add_argument("--rounds", type=int, default=2, help="pairs of --again runs")
+    ap.add_argument("--synthetic", type=int, metavar="N",
+                    help="no store: the own index alone on N vectors as scale.py fills")
     args = ap.parse_args()
+    if args.synthetic is not None:
+        from mnemonia.embeddings import default_embedder
+
+        t0 = time.perf_counter()
+        ids, vectors = _synthetic(args.synthetic)
+        print(f"{len(ids):,} synthetic vectors made in {time.perf_counter() - t0:.1f} s "
+              f"(resident {_rss_mb():.0f} MB)")
+        queries = np.asarray(default_embedder().embed_documents(
+            query_texts(args.queries + 2000)[2000:]), dtype=np.float32)
+        exact = _exact(queries, vectors, args.n)
+        print("| index | build s | ef | query p50 ms | recall@n |")
+        print("|---|---|---|---|---|")
+        _own_index(ids, vectors, queries, exact, args.n)
+        return
     if args.again is not None:
         args.store = args.again / "mnemonia"
     elif args.store is None:

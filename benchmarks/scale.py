@@ -16,8 +16,12 @@ recall is measured at k=10, the two sides taking turns query by query, every que
 and spreading along the relations), once reopened with ``spread_depth=0, context_window=0``
 (``without relations``: the same store, recall follows no relation). The fill rate is the
 one since the previous checkpoint, vectors given to both sides (the model's time is not in
-it). A tenant of at most ``exact_search_limit`` memories (default 8,000) is searched exactly
-from memory in embedded mode: checkpoints either side of it show the switch.
+it). A tenant of at most ``exact_search_limit`` memories (default 16,000) is searched exactly
+from memory in embedded mode, a bigger one (up to ``own_index_limit``) by the HNSW index the
+engine keeps itself: checkpoints either side of 16,000 show the switch. That index is loaded
+(or built, on a thread of its own, while Chroma's query answers) at a tenant's first recall;
+recall is timed once it is ready, as a serving process has it (``own_index_s``: the wait after
+the first recall, the build or load; ``own_index_mb``: its saved files, written on close).
 
 Vectors are precomputed (``speed_corpus.SyntheticVectors``: the real model's vectors of the
 2,197 "subject verb object" cores plus seeded noise), so a million memories cost no model time;
@@ -151,6 +155,17 @@ class Stores:
                                               port=self.servers["bare"].port, settings=settings)
         self._cols = {}
         return time.perf_counter() - t0
+
+    def own_index(self, tenant: str) -> tuple[bool, float]:
+        """Wait until the engine's own HNSW index of ``tenant`` is loaded or built: whether it
+        answers that tenant's kNN (not for a mirrored tenant, nor in server mode) and the
+        seconds waited."""
+        eng = self.engine
+        t0 = time.perf_counter()
+        col = eng.vectors.collection(tenant, model=eng.embedder.name, dimension=0,
+                                     create=False)
+        own = col is not None and eng.vectors.own_index_ready(col, timeout=None)
+        return bool(own), time.perf_counter() - t0
 
     def bare(self, tenant: str) -> Any:
         col = self._cols.get(tenant)
@@ -339,6 +354,7 @@ def checkpoint(stores: Stores, filler: Filler | Found, queries: int,
     t0 = time.perf_counter()
     stores.engine.recall(qsource(1)[0], tenant=tenants[0], k=K)
     row["first_recall_ms"] = 1000 * (time.perf_counter() - t0)
+    row["own_index"], row["own_index_s"] = stores.own_index(tenants[0])
     stores.bare(tenants[0]).query(
         query_embeddings=stores.embedder.embed_query("warm up")[None, :], n_results=K)
     row["with"] = measure_recall(stores, qsource(queries), tenants)
@@ -346,10 +362,14 @@ def checkpoint(stores: Stores, filler: Filler | Found, queries: int,
     stores.open_bare()
     row["open_norel_s"] = stores.open_engine(stores.config(fill=False, relations=False))
     stores.engine.recall(qsource(1)[0], tenant=tenants[0], k=K)
+    row["own_index_norel_s"] = stores.own_index(tenants[0])[1]
     row["without"] = measure_recall(stores, qsource(queries), tenants)
     row.update(stores.sizes())
     row["load"] = loadavg()
     stores.close()
+    if stores.mode == "embedded":  # the own index's files are written on close
+        row["own_index_mb"] = disk_mb(stores.root / "ours" / "indexes")
+        row["ours_disk_mb"] = disk_mb(stores.root / "ours")
     stores.open_bare()
     stores.open_engine(stores.config(fill=True))
     return row
@@ -360,7 +380,8 @@ def show(row: dict[str, Any]) -> None:
     log(f"== {row['n']:,} memories in {row['tenants']:,} tenants, {row['relations']:,} "
         f"relations: fill {row.get('ours_fill_per_s', 0):.0f}/s ours vs "
         f"{row.get('bare_fill_per_s', 0):.0f}/s bare; open {row['open_s']:.2f} s, first recall "
-        f"{row['first_recall_ms']:.0f} ms")
+        f"{row['first_recall_ms']:.0f} ms; own index {row['own_index']} (waited "
+        f"{row['own_index_s']:.2f} s, then {row['own_index_norel_s']:.2f} s)")
     log(f"   with relations p50 {w['bare_p50_ms']:.1f} / {w['ours_p50_ms']:.1f} ms "
         f"({w['p50_ratio']:.2f}x), p95 {w['bare_p95_ms']:.1f} / {w['ours_p95_ms']:.1f} ms "
         f"({w['p95_ratio']:.2f}x); without p50 {wo['bare_p50_ms']:.1f} / "
