@@ -131,6 +131,35 @@ def _exact(queries: np.ndarray, vectors: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate(out)
 
 
+def _chroma_synthetic(ids: list[str], vectors: np.ndarray, queries: np.ndarray,
+                      exact: np.ndarray, n: int) -> None:
+    """A persistent Chroma collection of the same vectors, made as the engine makes its
+    collections (cosine space, Chroma's other HNSW defaults): its build and its query."""
+    import tempfile
+
+    import chromadb
+    from chromadb.config import Settings
+
+    with tempfile.TemporaryDirectory(dir=os.environ.get("ANN_INDEX_TMP")) as tmp:
+        client = chromadb.PersistentClient(path=tmp,
+                                           settings=Settings(anonymized_telemetry=False))
+        col = client.create_collection("synthetic", embedding_function=None,
+                                       metadata={"hnsw:space": "cosine"})
+        t0 = time.perf_counter()
+        step = client.get_max_batch_size()
+        for start in range(0, len(ids), step):
+            col.add(ids=ids[start:start + step], embeddings=vectors[start:start + step])
+        built = time.perf_counter() - t0
+        pos = {m: i for i, m in enumerate(ids)}
+        for q in queries[:50]:  # warm
+            col.query(query_embeddings=[q], n_results=n, include=["distances"])
+        p50, found = _p50_ms(lambda q: [pos[m] for m in col.query(
+            query_embeddings=[q], n_results=n, include=["distances"])["ids"][0]], queries)
+        print(f"| Chroma {_version('chromadb')} query, n_results={n} | {built:.1f} | - "
+              f"| {p50:.3f} | {_recall_at(found, exact):.4f} |", flush=True)
+        client.close()
+
+
 def _own_index(ids: list[str], vectors: np.ndarray, queries: np.ndarray, exact: np.ndarray,
                n: int) -> None:
     """The engine's own index (mnemonia.store.approximate, usearch) on the same vectors: its
@@ -183,6 +212,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="pairs of --again runs")
     ap.add_argument("--synthetic", type=int, metavar="N",
                     help="no store: the own index alone on N vectors as scale.py fills")
+    ap.add_argument("--chroma", action="store_true",
+                    help="with --synthetic: a Chroma collection of the same vectors too "
+                         "(its default HNSW settings, as the engine creates collections)")
     args = ap.parse_args()
     if args.synthetic is not None:
         from mnemonia.embeddings import default_embedder
@@ -196,6 +228,8 @@ def main() -> None:
         exact = _exact(queries, vectors, args.n)
         print("| index | build s | ef | query p50 ms | recall@n |")
         print("|---|---|---|---|---|")
+        if args.chroma:
+            _chroma_synthetic(ids, vectors, queries, exact, args.n)
         _own_index(ids, vectors, queries, exact, args.n)
         return
     if args.again is not None:
