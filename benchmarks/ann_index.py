@@ -105,12 +105,11 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def _synthetic(n: int) -> tuple[list[str], np.ndarray]:
+def _synthetic(n: int, embedder: object) -> tuple[list[str], np.ndarray]:
     """``n`` ids and vectors as ``scale.py`` fills a store of one tenant."""
-    from mnemonia.embeddings import default_embedder
     from speed_corpus import SyntheticVectors, batches
 
-    synth = SyntheticVectors(default_embedder(), Path(__file__).with_name(".cache") / "cores.npy")
+    synth = SyntheticVectors(embedder, Path(__file__).with_name(".cache") / "cores.npy")
     vectors = np.empty((n, synth.base.shape[1]), dtype=np.float32)
     ids: list[str] = []
     for b in batches(n, 1000, kind="sessions"):
@@ -219,11 +218,12 @@ def main() -> None:
     if args.synthetic is not None:
         from mnemonia.embeddings import default_embedder
 
+        embedder = default_embedder()
         t0 = time.perf_counter()
-        ids, vectors = _synthetic(args.synthetic)
+        ids, vectors = _synthetic(args.synthetic, embedder)
         print(f"{len(ids):,} synthetic vectors made in {time.perf_counter() - t0:.1f} s "
               f"(resident {_rss_mb():.0f} MB)")
-        queries = np.asarray(default_embedder().embed_documents(
+        queries = np.asarray(embedder.embed_documents(
             query_texts(args.queries + 2000)[2000:]), dtype=np.float32)
         exact = _exact(queries, vectors, args.n)
         print("| index | build s | ef | query p50 ms | recall@n |")
