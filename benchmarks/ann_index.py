@@ -44,7 +44,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from speed_corpus import query_texts
 
-EFS = (20, 40, 64, 100)
+EFS = (20, 40, 64, 100, 160)
 """The search breadths tried (hnswlib and faiss search at least ``n`` wide anyway)."""
 
 
