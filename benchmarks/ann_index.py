@@ -42,6 +42,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from servers import process_rss_mb
 from speed_corpus import query_texts
 
 EFS = (20, 40, 64, 100, 160)
@@ -99,10 +100,7 @@ def _end_to_end(root: Path, rounds: int) -> None:
 
 
 def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return process_rss_mb([os.getpid()])
 
 
 def _synthetic(n: int, embedder: object) -> tuple[list[str], np.ndarray]:
@@ -256,7 +254,7 @@ def main() -> None:
     embedder = default_embedder()
     queries = np.asarray(embedder.embed_documents(query_texts(args.queries + 2000)[2000:]),
                          dtype=np.float32)
-    exact = np.argsort(-(queries @ vectors.T), axis=1, kind="stable")[:, :args.n]
+    exact = _exact(queries, vectors, args.n)
     for q in queries[:50]:  # warm
         col.query(query_embeddings=[q], n_results=args.n, include=["distances"])
     print("| index | build s | ef | query p50 ms | recall@n |")

@@ -61,6 +61,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from servers import ChromaServer, PostgresCluster, disk_mb, loadavg, process_rss_mb
 from speed_corpus import Batch, SyntheticVectors, batches, query_texts
+from speed_harness import wait_own_index
 
 K = 10
 FILL_BATCH = 1000
@@ -155,17 +156,6 @@ class Stores:
                                               port=self.servers["bare"].port, settings=settings)
         self._cols = {}
         return time.perf_counter() - t0
-
-    def own_index(self, tenant: str) -> tuple[bool, float]:
-        """Wait until the engine's own HNSW index of ``tenant`` is loaded or built: whether it
-        answers that tenant's kNN (not for a mirrored tenant, nor in server mode) and the
-        seconds waited."""
-        eng = self.engine
-        t0 = time.perf_counter()
-        col = eng.vectors.collection(tenant, model=eng.embedder.name, dimension=0,
-                                     create=False)
-        own = col is not None and eng.vectors.own_index_ready(col, timeout=None)
-        return bool(own), time.perf_counter() - t0
 
     def bare(self, tenant: str) -> Any:
         col = self._cols.get(tenant)
@@ -354,7 +344,7 @@ def checkpoint(stores: Stores, filler: Filler | Found, queries: int,
     t0 = time.perf_counter()
     stores.engine.recall(qsource(1)[0], tenant=tenants[0], k=K)
     row["first_recall_ms"] = 1000 * (time.perf_counter() - t0)
-    row["own_index"], row["own_index_s"] = stores.own_index(tenants[0])
+    row["own_index"], row["own_index_s"] = wait_own_index(stores.engine, tenants[0])
     stores.bare(tenants[0]).query(
         query_embeddings=stores.embedder.embed_query("warm up")[None, :], n_results=K)
     row["with"] = measure_recall(stores, qsource(queries), tenants)
@@ -362,7 +352,7 @@ def checkpoint(stores: Stores, filler: Filler | Found, queries: int,
     stores.open_bare()
     row["open_norel_s"] = stores.open_engine(stores.config(fill=False, relations=False))
     stores.engine.recall(qsource(1)[0], tenant=tenants[0], k=K)
-    row["own_index_norel_s"] = stores.own_index(tenants[0])[1]
+    row["own_index_norel_s"] = wait_own_index(stores.engine, tenants[0])[1]
     row["without"] = measure_recall(stores, qsource(queries), tenants)
     row.update(stores.sizes())
     row["load"] = loadavg()

@@ -38,7 +38,8 @@ from rich.table import Table
 from servers import disk_mb
 from speed_corpus import Batch, SyntheticVectors, batches, query_texts, synthetic_texts
 
-__all__ = ["BARE_BACKENDS", "recall_again", "run_speed", "synthetic_texts"]
+__all__ = ["BARE_BACKENDS", "recall_again", "run_speed", "synthetic_texts",
+           "wait_own_index"]
 
 TENANT = "bench"
 FILL_BATCH = 2000
@@ -246,17 +247,24 @@ def _adds(n: int, kind: str, count: int, sides: Sequence[BareSide], col: Any, en
     return row
 
 
+def wait_own_index(engine: Any, tenant: str) -> tuple[bool, float]:
+    """Wait until the engine's own HNSW index of ``tenant`` is loaded or built: whether it
+    answers the tenant's kNN (not for a mirrored tenant, nor in server mode) and the seconds
+    waited."""
+    t0 = time.perf_counter()
+    col = engine.vectors.collection(tenant, model=engine.embedder.name, dimension=0,
+                                    create=False)
+    own = col is not None and engine.vectors.own_index_ready(col, timeout=None)
+    return bool(own), time.perf_counter() - t0
+
+
 def _recall(sides: Sequence[BareSide], col: Any, engine: Any, qtexts: Sequence[str], k: int
             ) -> dict[str, float]:
     """Recall, the sides taking turns query by query (the first of each turn rotates) so
     drift and noise hit all alike. A tenant past ``exact_search_limit`` is timed once the
     engine's own HNSW index of it is loaded or built (``own_index_s``: the wait, the build
     running on its own thread while Chroma's query answers), as a serving process has it."""
-    t0 = time.perf_counter()
-    mine = engine.vectors.collection(TENANT, model=engine.embedder.name, dimension=0,
-                                     create=False)
-    own = engine.vectors.own_index_ready(mine, timeout=None)
-    waited = time.perf_counter() - t0
+    own, waited = wait_own_index(engine, TENANT)
     engine.recall("warm up", tenant=TENANT, k=k, touch=False)
     for side in sides:
         col.query(query_embeddings=side.query("warm up"), n_results=k)
@@ -412,15 +420,13 @@ def recall_again(root: Path, *, queries: int = 200, k: int = 10, backend: str | 
     serving process would.
     ``adjust(engine)``, when given, runs once the engine is open (an experiment's change);
     ``config``: keys the engine opens with (``own_index_limit=0``, say)."""
-    from mnemonia import MemoryEngine
+    from mnemonia import MemoryEngine, MnemoniaConfig
 
     for part in ("bare", "mnemonia"):
         if not (root / part).is_dir():
             raise SystemExit(f"{root}: no {part}/ folder (a store kept by speed.py --keep)")
     embedder, sides = _sides(backend, bare_backend, bare_threads)
     client, col = _open_bare(root / "bare", create=False)
-    from mnemonia import MnemoniaConfig
-
     engine = MemoryEngine.open(root / "mnemonia", embedder=embedder, config=MnemoniaConfig.load(
         maintenance="manual", **config))
     try:

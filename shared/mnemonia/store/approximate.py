@@ -248,9 +248,7 @@ class OwnIndexes:
             with self._lock:
                 if name in self._ready or name in self._building or name in self._skipped:
                     return self._ready.get(name)
-                held = (sum(a.size for a in self._ready.values())
-                        + sum(b.size for b in self._building.values()))
-                if held + size > self.limit:
+                if self._held() + size > self.limit:
                     self._skipped[name] = size
                     return None
                 build = self._building[name] = _Build(size)
@@ -327,6 +325,11 @@ class OwnIndexes:
                         "could not save the index of %s in %s: %s", name, self.folder, e)
 
     # -- inside ------------------------------------------------------------------------------
+    def _held(self) -> int:
+        """Vectors held or being built over all collections (:attr:`_lock` held)."""
+        return (sum(a.size for a in self._ready.values())
+                + sum(b.size for b in self._building.values()))
+
     def _write(self, name: str, ids: Sequence[str], vectors: np.ndarray | None) -> None:
         with self._lock:
             index, build = self._ready.get(name), self._building.get(name)
@@ -342,10 +345,8 @@ class OwnIndexes:
         """A collection that grew the indexes past :attr:`limit` goes back to Chroma's query
         (its index is dropped)."""
         with self._lock:
-            held = (sum(a.size for a in self._ready.values())
-                    + sum(b.size for b in self._building.values()))
             index = self._ready.get(name)
-            if index is None or held <= self.limit:
+            if index is None or self._held() <= self.limit:
                 return
             del self._ready[name]
             self._clean.discard(name)
