@@ -34,7 +34,8 @@ class _Spreader:
         self.decay = rt.config.spread_decay
         # the most a relation can pass on (a strength is at most 1): a memory whose activation
         # times it cannot reach the bound spreads along nothing, so its edges are not read
-        self.reach = self.decay * max(self.type_weight.values(), default=0.0)
+        # (multiplied in _choose's order, so rounding cannot leave out one that _choose keeps)
+        self.reach = max(self.type_weight.values(), default=0.0)
 
     def seq(self, mid: str) -> int:
         """Where a memory stands among equals in spreading: the order it was stored."""
@@ -43,7 +44,7 @@ class _Spreader:
     def __call__(self, given: Collection[str]) -> list[act.Edge]:
         level = given if isinstance(given, Mapping) else dict.fromkeys(given, 1.0)
         rows = self.c.rows
-        frontier = {m for m, a in level.items() if a * self.reach >= self.bound
+        frontier = {m for m, a in level.items() if a * self.reach * self.decay >= self.bound
                     and m in rows and rows[m].has_edges}
         if not frontier:
             return []
