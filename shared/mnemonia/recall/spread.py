@@ -32,10 +32,11 @@ class _Spreader:
         self.symmetric = sorted(act.SYMMETRIC_RELATIONS)
         self.types = sorted(self.type_weight)
         self.decay = rt.config.spread_decay
-        # the most a relation can pass on (a strength is at most 1): a memory whose activation
-        # times it cannot reach the bound spreads along nothing, so its edges are not read
-        # (multiplied in _choose's order, so rounding cannot leave out one that _choose keeps)
-        self.reach = max(self.type_weight.values(), default=0.0)
+        # the most a relation passes on is its type's weight (a strength is at most 1): a
+        # memory whose activation times the strongest cannot reach the bound spreads along
+        # nothing, so its edges are not read (multiplied in _choose's order, so rounding
+        # cannot leave out one that _choose keeps)
+        self.strongest = max(self.type_weight.values(), default=0.0)
 
     def seq(self, mid: str) -> int:
         """Where a memory stands among equals in spreading: the order it was stored."""
@@ -44,7 +45,7 @@ class _Spreader:
     def __call__(self, given: Collection[str]) -> list[act.Edge]:
         level = given if isinstance(given, Mapping) else dict.fromkeys(given, 1.0)
         rows = self.c.rows
-        frontier = {m for m, a in level.items() if a * self.reach * self.decay >= self.bound
+        frontier = {m for m, a in level.items() if a * self.strongest * self.decay >= self.bound
                     and m in rows and rows[m].has_edges}
         if not frontier:
             return []
