@@ -284,6 +284,9 @@ def _replace(rt: Runtime, tenant: str, old: list[PreparedMemory]) -> dict[str, M
                                     {"text": r.text if r is not None else None}, {"text": p.text})
             store_label_vectors(rt, conn, [e for p in old for e in p.entities])
             rows = rt.sql.memories.rows(conn, tenant, ids)
+        # Chroma took the new vectors before the side-store: a mirror read from the side-store
+        # in between holds the old ones
+        rt.vectors.refresh(col)
         if relinked is not None:
             scope.narrow(relinked)
     return {i: rt.sql.memories.to_memory(r) for i, r in rows.items()}

@@ -199,7 +199,8 @@ class Runtime:
                 url=chroma_url, attempts=config.retry_attempts, max_wait=config.retry_max_wait,
                 namespace=namespace, exact_limit=config.exact_search_limit,
                 own_index_limit=config.own_index_limit,
-                own_index_folder=folder / "indexes" if chroma_url is None and folder else None)
+                own_index_folder=folder / "indexes" if chroma_url is None and folder else None,
+                vector_source=side.vectors.vectors_of)
             if lock is None:  # other processes may open this store: hold a writer lease
                 lease = WriterLease(side, new_holder())
                 lease.start()

@@ -5,6 +5,7 @@ tenant sees every add, replace and delete, and falls back to Chroma's HNSW past 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -258,6 +259,8 @@ def test_a_mirror_is_read_from_chroma_page_by_page(
     eng = _open(tmp_path / "s", clock, 100)
     try:
         mems = eng.add_many([{"text": t} for t in FACTS], tenant="t")
+        # a store from before the side-store kept vectors: the mirror is read from Chroma
+        _drop_side_vectors(eng, [m.id for m in mems])
         col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
         qv = eng.embedder.embed_query("who reviews the budget?")
         held = eng.vectors.scores(col, qv)
@@ -360,3 +363,95 @@ def test_a_large_mirror_scores_in_two_halves_the_same_to_the_bit(size: int) -> N
         assert max(abs(got[i] - brute[i]) for i in ids) < 1e-5
     split = exact._columns(size) >= SPLIT_COLUMNS  # (the product has whole LANES)
     assert (exact._helper is not None and exact._helper[0] == os.getpid()) == split
+
+
+def _drop_side_vectors(eng: MemoryEngine, ids: list[str]) -> None:
+    """Delete the side-store's copy of the vectors of ``ids`` (as a store written before it
+    kept them has none)."""
+    with eng.runtime.sql.begin() as conn:
+        eng.runtime.sql.vectors.vectors_delete(conn, ids)
+
+
+def _held(eng: MemoryEngine, query: str) -> dict[str, float]:
+    """Every memory's score in the tenant's mirror (read on this call when there is none)."""
+    col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+    held = eng.vectors.scores(col, eng.embedder.embed_query(query))
+    assert held is not None
+    return held.of(eng.vectors.all_ids(col))
+
+
+def test_a_mirror_read_again_from_the_side_store_scores_the_same_to_the_bit(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """The writes put the vectors given into the mirror, and a mirror read on the next open
+    comes from the side-store's copy of the same vectors: every score is equal to the bit,
+    and so are those read from Chroma (a few 1e-8 off) to 1e-6."""
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        eng.add_many([{"id": f"f{i}", "text": t} for i, t in enumerate(FACTS[:4])], tenant="t")
+        _held(eng, "who reviews the budget?")  # mirrored now: the next writes go into it
+        eng.add_many([{"id": f"f{i}", "text": t} for i, t in enumerate(FACTS) if i >= 4],
+                     tenant="t")
+        eng.add_many([{"id": "f2", "text": "The office dog is called Pepper"}], tenant="t",
+                     replace=True)
+        kept = _held(eng, "what is the dog called?")
+    finally:
+        eng.close()
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        again = _held(eng, "what is the dog called?")
+        assert set(again) == set(kept) == {f"f{i}" for i in range(len(FACTS))}
+        assert again == kept  # float equality: the same to the bit
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        qv = eng.embedder.embed_query("what is the dog called?")
+        assert again == pytest.approx(_brute(eng.vectors.get_vectors(col, list(again)), qv),
+                                      abs=1e-6)
+    finally:
+        eng.close()
+
+
+def test_a_memory_without_a_side_store_vector_is_mirrored_from_chroma(
+        tmp_path: Path, clock: ManualClock) -> None:
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        mems = eng.add_many([{"text": t} for t in FACTS], tenant="t")
+    finally:
+        eng.close()
+    cat = mems[2].id
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        _drop_side_vectors(eng, [cat])
+        held = _held(eng, "what is the cat called?")
+        assert set(held) == {m.id for m in mems}
+        assert max(held, key=held.__getitem__) == cat
+        assert eng.recall("what is the cat called?", tenant="t").ids[:1] == [cat]
+    finally:
+        eng.close()
+
+
+def test_a_replace_leaves_no_mirror_read_before_the_side_store_took_it(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replace writes the new vector to Chroma first, then to the side-store: a mirror read
+    from the side-store in between (another thread's recall) holds the old one, and must not
+    outlive the replace."""
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        eng.add_many([{"id": f"f{i}", "text": t} for i, t in enumerate(FACTS)], tenant="t")
+        vectors = eng.vectors
+        upsert = type(vectors).upsert
+
+        def upsert_then_a_recall_reads_the_mirror(self: Any, col: Any, *args: Any,
+                                                  **kwargs: Any) -> None:
+            upsert(self, col, *args, **kwargs)
+            self._drop_mirror(col.name)  # noqa: SLF001 - the mirror read in the window
+            assert self.scores(col, eng.embedder.embed_query("the office dog")) is not None
+
+        monkeypatch.setattr(type(vectors), "upsert", upsert_then_a_recall_reads_the_mirror)
+        eng.add_many([{"id": "f2", "text": "The office dog is called Pepper"}], tenant="t",
+                     replace=True)
+        monkeypatch.undo()
+        held = _held(eng, "The office dog is called Pepper")
+        assert max(held, key=held.__getitem__) == "f2"
+        assert held["f2"] == pytest.approx(1.0, abs=1e-6)
+        assert eng.recall("what is the dog called?", tenant="t").ids[:1] == ["f2"]
+    finally:
+        eng.close()

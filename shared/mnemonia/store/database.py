@@ -306,6 +306,15 @@ class Database:
         with self._session(False) as conn:
             yield conn
 
+    @contextmanager
+    def peek(self) -> Iterator[Connection]:
+        """A connection for a read the deferred writes cannot change (:meth:`defer`: a
+        recall's access counts change no vector), which does not wait for them: made under
+        a lock the writer thread's work may be waiting behind, waiting could close a
+        circle."""
+        with self._session(False) as conn:
+            yield conn
+
     # -- deferred writes -----------------------------------------------------------------
     def defer(self, write: Callable[[Connection], None], what: str,
               changes: Sequence[str] | None = None) -> None:

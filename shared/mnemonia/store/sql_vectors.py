@@ -43,6 +43,19 @@ class SideVectors:
                 f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})", chunk))
         return out
 
+    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those of ``ids`` that have one, read on a connection of
+        their own that does not wait for deferred writes (:meth:`Database.peek
+        <mnemonia.store.database.Database.peek>`: none changes a vector): what an exact-search
+        mirror is read from (:class:`~mnemonia.store.chroma.ChromaIndex`)."""
+        out: dict[str, np.ndarray] = {}
+        with self.db.peek() as conn:
+            for chunk in chunks(list(ids), 500):
+                out.update((r[0], _f32_vector(r[1])) for r in self.db.fetch(
+                    conn, "SELECT memory_id, vector FROM memory_vectors "
+                    f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})", chunk))
+        return out
+
     def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
         for chunk in chunks(list(ids), 500):
             conn.execute(memory_vectors.delete().where(memory_vectors.c.memory_id.in_(chunk)))

@@ -108,6 +108,12 @@ class VectorIndex(Protocol):
         """Whether :meth:`scores` answers for the collection without reading the backend."""
         ...
 
+    def refresh(self, col: VectorCollection) -> None:
+        """Forget what the process holds of the collection's vectors (read again when next
+        needed): after a write that changed the side-store's copy of vectors the backend had
+        already taken."""
+        ...
+
     # -- the client ------------------------------------------------------------------------
     def close(self) -> None:
         """Release the client (sockets, files); safe to call twice."""
