@@ -455,3 +455,28 @@ def test_a_replace_leaves_no_mirror_read_before_the_side_store_took_it(
         assert eng.recall("what is the dog called?", tenant="t").ids[:1] == ["f2"]
     finally:
         eng.close()
+
+
+def test_side_store_vectors_of_another_length_are_not_mirrored(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """Vectors the side-store holds at a length the collection's are not (an embedder
+    changed, its rebuild not finished): the mirror is read from Chroma."""
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        mems = eng.add_many([{"text": t} for t in FACTS], tenant="t")
+    finally:
+        eng.close()
+    eng = _open(tmp_path / "s", clock, 100)
+    try:
+        rng = np.random.default_rng(0)
+        with eng.runtime.sql.begin() as conn:
+            eng.runtime.sql.vectors.vectors_put(
+                conn, [(m.id, rng.normal(size=64).astype(np.float32)) for m in mems],
+                replace=True)
+        col = eng.vectors.collection("t", model=eng.embedder.name, dimension=0, create=False)
+        qv = eng.embedder.embed_query("what is the cat called?")
+        want = _brute(eng.vectors.get_vectors(col, [m.id for m in mems]), qv)
+        assert _held(eng, "what is the cat called?") == pytest.approx(want, abs=1e-6)
+        assert eng.recall("what is the cat called?", tenant="t").ids[:1] == [mems[2].id]
+    finally:
+        eng.close()

@@ -42,8 +42,9 @@ MIRRORED_VECTORS = 100_000
 
 
 ChromaCollection = Any
-VectorSource = Callable[[Sequence[str]], dict[str, np.ndarray]]
-"""``ids -> {id: vector}`` of those it keeps: where a mirror's vectors are read from."""
+VectorSource = Callable[[Sequence[str]], tuple[list[str], np.ndarray]]
+"""``ids -> (found, rows)``: those of ``ids`` it keeps a vector of, and those vectors as the
+rows of a matrix: where a mirror's vectors are read from."""
 """A chromadb ``Collection`` (chromadb's own type is not imported: it would load chromadb with
 this module); it is the :class:`~mnemonia.store.vectors.VectorCollection` of this index."""
 
@@ -374,19 +375,33 @@ class ChromaIndex:
         if not ids:
             return ids, np.zeros((0, 0), dtype=np.float32)
         try:
-            got = self._vector_source(ids)
+            found, rows = self._vector_source(ids)
         except StoreError as e:
             log.warning("reading the vectors of %s from the side-store failed (%s); reading "
                         "them from Chroma", col.name, e)
             return self.all_vectors(col)
-        missing = [i for i in ids if i not in got]
-        if 2 * len(missing) > len(ids):
+        at = {i: n for n, i in enumerate(found)}
+        missing = [i for i in ids if i not in at]
+        if 2 * len(missing) > len(ids) or rows.shape[1] != self._dimension(col, ids[0]):
             return self.all_vectors(col)
-        if missing:
-            got = {**got, **self.get_vectors(col, missing)}
-        if len({got[i].shape for i in ids}) != 1:
+        if not missing:  # (in Chroma's order: equal scores rank as in a mirror kept by writes)
+            return ids, rows[[at[i] for i in ids]]
+        extra = self.get_vectors(col, missing)
+        if len(extra) < len(missing) or any(v.shape != rows.shape[1:] for v in extra.values()):
             return self.all_vectors(col)
-        return ids, np.stack([got[i] for i in ids])
+        have = [i for i in ids if i in at]
+        return have + missing, np.concatenate(
+            [rows[[at[i] for i in have]], np.stack([extra[i] for i in missing])])
+
+    def _dimension(self, col: ChromaCollection, some: str) -> int:
+        """The length of the collection's vectors: as its metadata says (given when it was
+        made), else as Chroma holds ``some``'s."""
+        meta = getattr(col, "metadata", None) or {}
+        dimension = meta.get("dimension")
+        if isinstance(dimension, int) and dimension > 0:
+            return dimension
+        held = self.get_vectors(col, [some])
+        return int(held[some].shape[0]) if some in held else -1
 
     def refresh(self, col: ChromaCollection) -> None:
         """Forget the collection's mirror (read again on its next query), once a write has

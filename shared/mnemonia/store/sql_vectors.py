@@ -43,18 +43,28 @@ class SideVectors:
                 f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})", chunk))
         return out
 
-    def vectors_of(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored vectors of those of ``ids`` that have one, read on a connection of
-        their own that does not wait for deferred writes (:meth:`Database.peek
-        <mnemonia.store.database.Database.peek>`: none changes a vector): what an exact-search
-        mirror is read from (:class:`~mnemonia.store.chroma.ChromaIndex`)."""
-        out: dict[str, np.ndarray] = {}
+    def vectors_of(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """``(found, rows)``: those of ``ids`` that have a stored vector as long as the first
+        one read, and those vectors as the rows of one matrix (made from their bytes at once,
+        not vector by vector), read on a connection of their own that does not wait for
+        deferred writes (:meth:`Database.peek <mnemonia.store.database.Database.peek>`: none
+        changes a vector): what an exact-search mirror is read from
+        (:class:`~mnemonia.store.chroma.ChromaIndex`)."""
+        found: list[str] = []
+        blobs: list[bytes] = []
         with self.db.peek() as conn:
             for chunk in chunks(list(ids), 500):
-                out.update((r[0], _f32_vector(r[1])) for r in self.db.fetch(
-                    conn, "SELECT memory_id, vector FROM memory_vectors "
-                    f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})", chunk))
-        return out
+                for r in self.db.fetch(conn, "SELECT memory_id, vector FROM memory_vectors "
+                                       f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})",
+                                       chunk):
+                    blob = bytes(r[1])
+                    if not blobs or len(blob) == len(blobs[0]):
+                        found.append(r[0])
+                        blobs.append(blob)
+        if not blobs:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        rows = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        return found, rows
 
     def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
         for chunk in chunks(list(ids), 500):
