@@ -42,11 +42,11 @@ MIRRORED_VECTORS = 100_000
 
 
 ChromaCollection = Any
+"""A chromadb ``Collection`` (chromadb's own type is not imported: it would load chromadb with
+this module); it is the :class:`~mnemonia.store.vectors.VectorCollection` of this index."""
 VectorSource = Callable[[Sequence[str]], tuple[list[str], np.ndarray]]
 """``ids -> (found, rows)``: those of ``ids`` it keeps a vector of, and those vectors as the
 rows of a matrix: where a mirror's vectors are read from."""
-"""A chromadb ``Collection`` (chromadb's own type is not imported: it would load chromadb with
-this module); it is the :class:`~mnemonia.store.vectors.VectorCollection` of this index."""
 
 _TRANSIENT_SERVER_ERRORS = (
     # a Chroma server that restarted, or compacts, may answer this for a moment before its
