@@ -384,14 +384,15 @@ class ChromaIndex:
         missing = [i for i in ids if i not in at]
         if 2 * len(missing) > len(ids) or rows.shape[1] != self._dimension(col, ids[0]):
             return self.all_vectors(col)
-        if not missing:  # (in Chroma's order: equal scores rank as in a mirror kept by writes)
-            return ids, rows[[at[i] for i in ids]]
-        extra = self.get_vectors(col, missing)
-        if len(extra) < len(missing) or any(v.shape != rows.shape[1:] for v in extra.values()):
-            return self.all_vectors(col)
-        have = [i for i in ids if i in at]
-        return have + missing, np.concatenate(
-            [rows[[at[i] for i in have]], np.stack([extra[i] for i in missing])])
+        if missing:
+            extra = self.get_vectors(col, missing)
+            if len(extra) < len(missing) or any(v.shape != rows.shape[1:]
+                                                for v in extra.values()):
+                return self.all_vectors(col)
+            at.update((i, len(found) + n) for n, i in enumerate(missing))
+            rows = np.concatenate([rows, np.stack([extra[i] for i in missing])])
+        # in Chroma's order: equal scores rank as in a mirror kept by writes
+        return ids, rows[[at[i] for i in ids]]
 
     def _dimension(self, col: ChromaCollection, some: str) -> int:
         """The length of the collection's vectors: as its metadata says (given when it was

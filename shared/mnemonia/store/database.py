@@ -303,7 +303,7 @@ class Database:
     @contextmanager
     def connect(self) -> Iterator[Connection]:
         self._settle()
-        with self._session(False) as conn:
+        with self.peek() as conn:
             yield conn
 
     @contextmanager

@@ -50,21 +50,14 @@ class SideVectors:
         deferred writes (:meth:`Database.peek <mnemonia.store.database.Database.peek>`: none
         changes a vector): what an exact-search mirror is read from
         (:class:`~mnemonia.store.chroma.ChromaIndex`)."""
-        found: list[str] = []
-        blobs: list[bytes] = []
         with self.db.peek() as conn:
-            for chunk in chunks(list(ids), 500):
-                for r in self.db.fetch(conn, "SELECT memory_id, vector FROM memory_vectors "
-                                       f"WHERE memory_id IN ({self.db.in_marks(len(chunk))})",
-                                       chunk):
-                    blob = bytes(r[1])
-                    if not blobs or len(blob) == len(blobs[0]):
-                        found.append(r[0])
-                        blobs.append(blob)
-        if not blobs:
+            stored = self.vectors_get(conn, ids)
+        if not stored:
             return [], np.zeros((0, 0), dtype=np.float32)
-        rows = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-        return found, rows
+        size = len(next(iter(stored.values())))
+        found = [i for i, blob in stored.items() if len(blob) == size]
+        rows = np.frombuffer(b"".join(stored[i] for i in found), dtype=np.float32)
+        return found, rows.reshape(len(found), -1)
 
     def vectors_delete(self, conn: Connection, ids: Iterable[str]) -> None:
         for chunk in chunks(list(ids), 500):
