@@ -234,6 +234,28 @@ def test_the_keyword_index_is_checked_and_rebuilt(
     assert df == dict(Counter(t for body in bodies for t in set(body.split())))
 
 
+def test_the_open_counts_the_keyword_rows_as_the_index_holds_them(
+        open_store: Callable[..., MemoryEngine]) -> None:
+    """The check at open counts the keyword index by its ``_docsize`` rows (not its texts):
+    the same number as the index's own ``count(*)`` through adds, soft and hard deletes,
+    a restore and a new speaker's memories."""
+    engine = open_store()
+    ids = _fill(engine)
+
+    def both() -> tuple[int | None, int]:
+        with engine.sql.connect() as conn:
+            return (engine.sql.inspect.keyword_count(conn),
+                    int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw").scalar_one()))
+
+    assert both() == (len(CATS) + len(FACTS),) * 2
+    engine.forget(ids[CATS[3]], tenant="alice", hard=True)
+    engine.forget(ids[FACTS[0]], tenant="bob")
+    engine.restore(ids[CATS[9]], tenant="alice")
+    engine.add("Carol keeps bees on the roof", tenant="carol", speaker="Carol")
+    counted, indexed = both()
+    assert counted == indexed == len(CATS) + len(FACTS)  # one gone for good, one added
+
+
 def test_doctor_on_a_healthy_store(open_store: Callable[..., MemoryEngine]) -> None:
     engine = open_store()
     _fill(engine)

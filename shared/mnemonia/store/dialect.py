@@ -550,7 +550,13 @@ class SqliteDialect(Dialect):
         return _kept_docs(reader, conn, terms, cache)
 
     def keyword_count(self, conn: Connection) -> int | None:
-        return int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw").scalar_one())
+        # FTS5 keeps one row per indexed row in its ``_docsize`` table (a rowid table of a
+        # few bytes a row), written in the same statement as the row itself: counting it
+        # gives the same number as ``count(*) FROM memories_kw``, which reads every row's
+        # stored text. The check at open counts it: 184,000 memories (2026-12-02), 0.005
+        # against 0.335 s with the page cache dropped, 0.001 against 0.044 s warm.
+        return int(conn.exec_driver_sql("SELECT count(*) FROM memories_kw_docsize")
+                   .scalar_one())
 
     def keyword_postings(self, conn: Connection) -> dict[str, int] | None:
         return {r[0]: int(r[1]) for r in conn.exec_driver_sql(
