@@ -107,6 +107,7 @@ def close_store(rt: Runtime) -> None:
         try:
             repair(rt, mine=True)
         except MnemoniaError as e:
+            rt.write_failed = True  # (no clean-close mark: the next open compares the stores)
             log.warning("closing: could not finish this engine's unfinished writes (%s); the "
                         "next open does", e)
     rt.close()
@@ -451,12 +452,15 @@ def verify(rt: Runtime) -> DoctorReport | None:
 
 def open_store(rt: Runtime, *, verify_stores: bool) -> Runtime:
     """What opening a store runs: the embedding-model check, the repair of half-done
-    writes, and (``verify_stores``) :func:`verify`. The runtime is closed if any fails."""
+    writes, and (``verify_stores``) :func:`verify`, unless the store's last close vouched for
+    both stores (:mod:`mnemonia.store.closing`: an embedded store closed cleanly, its files
+    untouched since). The runtime is closed if any fails."""
     try:
         check_models(rt)
         repair(rt)
-        if verify_stores:
+        if verify_stores and not rt.consistent:
             verify(rt)
+            rt.consistent = True  # compared (and repaired where they differed)
     except BaseException:
         rt.close()
         raise

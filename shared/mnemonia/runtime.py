@@ -28,6 +28,7 @@ from mnemonia.config import MnemoniaConfig
 from mnemonia.embeddings import Embedder, Reranker
 from mnemonia.errors import InvalidInputError, StoreError, shown
 from mnemonia.store.chroma import ChromaIndex
+from mnemonia.store.closing import mark_clean_close, take_clean_close
 from mnemonia.store.database import Connection
 from mnemonia.store.lease import WriterLease, new_holder
 from mnemonia.store.repository import SideStore
@@ -173,6 +174,13 @@ class Runtime:
         self._helpers_lock = threading.Lock()  # making and closing the helper threads
         self._folder_lock = lock
         self._helpers: ThreadPoolExecutor | None = None  # recall's side work (aside)
+        # the clean-close mark (mnemonia.store.closing): whether this store leaves one on
+        # close (an embedded store with both stores in its locked folder); whether the two
+        # stores are known to agree (the last close vouched for them, or the open's check
+        # compared them); whether a write of this process raised since
+        self.marks_close = False
+        self.consistent = False
+        self.write_failed = False
 
     @classmethod
     def open(cls, path: Any, *, chroma_url: str | None, sql_url: str | None,
@@ -187,6 +195,10 @@ class Runtime:
         lock = StoreLock(folder) if chroma_url is None and folder is not None else None
         side: SideStore | None = None
         lease: WriterLease | None = None
+        # both stores in the locked folder: its last clean close may vouch for them (the mark
+        # taken before anything here touches a store)
+        own = folder if lock is not None and sql_url is None else None
+        clean = own is not None and take_clean_close(own)
         try:
             side = SideStore(url, attempts=config.retry_attempts, max_wait=config.retry_max_wait)
             side.setup()
@@ -212,9 +224,12 @@ class Runtime:
             if lock is not None:
                 lock.release()
             raise
-        return cls(vectors=vectors, sql=side, config=config, clock=clock, embedder=embedder,
-                   path=folder, entity_extractor=entity_extractor, summariser=summariser,
-                   lock=lock, reranker=reranker, lease=lease)
+        rt = cls(vectors=vectors, sql=side, config=config, clock=clock, embedder=embedder,
+                 path=folder, entity_extractor=entity_extractor, summariser=summariser,
+                 lock=lock, reranker=reranker, lease=lease)
+        rt.marks_close = own is not None
+        rt.consistent = clean
+        return rt
 
     # -- scopes ------------------------------------------------------------------------------
     def check_open(self) -> None:
@@ -239,6 +254,9 @@ class Runtime:
         try:
             yield scope
             went_through = True
+        except BaseException:
+            self.write_failed = True  # (no clean-close mark: the next open checks)
+            raise
         finally:
             ended = scope.narrowed if went_through and scope.narrowed is not None else changes
             self.caches.changed(*ended, begun=changes)
@@ -293,6 +311,9 @@ class Runtime:
         if self.lease is not None:
             self.lease.stop()
         self.sql.dispose()
+        if self.marks_close and self.path is not None and self.consistent \
+                and not self.write_failed and not self.vectors.write_failed:
+            mark_clean_close(self.path)  # (both stores closed: their files are final)
         if self._folder_lock is not None:
             self._folder_lock.release()
 

@@ -10,6 +10,8 @@ import logging
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +30,7 @@ from mnemonia.errors import (
     StoreUnavailableError,
 )
 from mnemonia.store.chroma import ChromaIndex
+from mnemonia.store.closing import MARK
 
 CATS = [f"Alice's cat number {i} is called {name}" for i, name in enumerate(
     ["Miso", "Tofu", "Ramen", "Udon", "Soba", "Nori", "Mochi", "Dango", "Yuzu", "Kiwi"])]
@@ -367,3 +370,97 @@ def test_when_chroma_cannot_take_back_a_failed_add_the_next_open_does(
     engine.close()
     engine = open_store()  # the crash repair removes the two stray vectors and the rows
     _assert_healthy(engine, EXPECTED)
+
+
+# -- the clean-close mark (mnemonia.store.closing) ----------------------------------------
+@pytest.fixture
+def chroma_counts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The collections whose count is asked of Chroma (the real call, counted): the open's
+    check, and a collection's first search (a test clears the list before an open)."""
+    asked: list[str] = []
+    real_count = ChromaIndex.count
+
+    def count(self: ChromaIndex, col: Any) -> int:
+        asked.append(col.name)
+        return real_count(self, col)
+
+    monkeypatch.setattr(ChromaIndex, "count", count)
+    return asked
+
+
+def test_a_clean_close_lets_the_next_open_skip_comparing_the_stores(
+        store: Path, open_store: Callable[..., MemoryEngine], chroma_counts: list[str]) -> None:
+    engine = open_store()
+    _fill(engine)
+    engine.close()
+    assert (store / MARK).exists()
+
+    chroma_counts.clear()
+    engine = open_store()
+    assert chroma_counts == [] and not (store / MARK).exists()  # taken while the store is open
+    assert _top(engine, "what is the cat number 3 called?", "alice") == CATS[3]
+    engine.add("Alice's new cat is called Pixel", tenant="alice")
+    engine.close()
+    assert (store / MARK).exists()
+    chroma_counts.clear()
+    engine = open_store()
+    assert chroma_counts == []
+    _assert_healthy(engine, {"alice": (11, 10), "bob": (8, 8)})
+
+
+def test_after_a_crash_the_open_compares_the_stores(
+        store: Path, open_store: Callable[..., MemoryEngine], chroma_counts: list[str]) -> None:
+    engine = open_store()
+    _fill(engine)
+    engine.close()
+    # another process opens the store, adds, and stops without closing the engine
+    script = ("import os, sys\n"
+              "from mnemonia import MemoryEngine, MnemoniaConfig\n"
+              "from mnemonia.embeddings import HashingEmbedder\n"
+              "e = MemoryEngine.open(sys.argv[1], embedder=HashingEmbedder(),\n"
+              "                      config=MnemoniaConfig.load(env={}, maintenance='manual'))\n"
+              "e.add('Bob keeps the ladder in the garage', tenant='bob')\n"
+              "os._exit(0)\n")
+    subprocess.run([sys.executable, "-c", script, str(store)], check=True, timeout=120)
+    assert not (store / MARK).exists()
+    chroma_counts.clear()
+    engine = open_store()
+    assert sorted(chroma_counts) == ["mnemonia-alice", "mnemonia-bob"]
+    _assert_healthy(engine, {"alice": (10, 9), "bob": (9, 9)})
+
+
+def test_a_store_changed_after_its_clean_close_is_compared_and_repaired(
+        store: Path, open_store: Callable[..., MemoryEngine], chroma_counts: list[str]) -> None:
+    engine = open_store()
+    ids = _fill(engine)
+    engine.close()
+    assert (store / MARK).exists()
+    with _chroma(store) as client:  # vectors lost behind the engine's back
+        client.get_collection("mnemonia-bob").delete(ids=[ids[FACTS[0]], ids[FACTS[1]]])
+    chroma_counts.clear()
+    engine = open_store()
+    assert sorted(chroma_counts) == ["mnemonia-alice", "mnemonia-bob"]
+    _assert_healthy(engine, EXPECTED)
+
+
+def test_no_mark_after_a_failed_write_or_an_unchecked_open(
+        store: Path, open_store: Callable[..., MemoryEngine], chroma_counts: list[str]) -> None:
+    engine = open_store()
+    _fill(engine)
+    col = engine.vectors.collection("alice", model=engine.embedder.name, dimension=0,
+                                    create=False)
+    with pytest.raises(StoreError):  # Chroma refuses a vector of the wrong length
+        engine.vectors.upsert(col, ["wrong"], np.ones((1, 3), dtype=np.float32), ["x"], [{}])
+    engine.close()
+    assert not (store / MARK).exists()
+
+    # an open that does not compare (verify=False) vouches for nothing either
+    chroma_counts.clear()
+    engine = open_store(verify=False)
+    engine.close()
+    assert not (store / MARK).exists() and chroma_counts == []
+    engine = open_store()
+    assert sorted(chroma_counts) == ["mnemonia-alice", "mnemonia-bob"]
+    _assert_healthy(engine, EXPECTED)
+    engine.close()
+    assert (store / MARK).exists()

@@ -131,6 +131,7 @@ class ChromaIndex:
         self._max_wait = max_wait
         self._collections: dict[str, ChromaCollection] = {}
         self.mode = "server" if url else "embedded"
+        self.write_failed = False
         # Exact search (embedded stores only: a server's collections may be written by other
         # processes): collection name -> its vectors' mirror, or None when it held more than
         # exact_limit vectors (until deletes may have brought it under: see _mirroring).
@@ -175,6 +176,15 @@ class ChromaIndex:
             ))
         else:
             self._client = _persistent_client(str(path), settings)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write to Chroma: one that raises sets :attr:`write_failed`."""
+        try:
+            yield
+        except BaseException:
+            self.write_failed = True
+            raise
 
     # -- retries ---------------------------------------------------------------------------
     def _call(self, fn: Callable[[], T]) -> T:
@@ -254,14 +264,15 @@ class ChromaIndex:
         self._drop_mirror(name)
         if self._own is not None:
             self._own.forget(name, saved=True)
-        names = self._call(self._client.list_collections)
-        if any(getattr(c, "name", c) == name for c in names):
-            self._call(lambda: self._client.delete_collection(name=name))
+        with self._writing():
+            names = self._call(self._client.list_collections)
+            if any(getattr(c, "name", c) == name for c in names):
+                self._call(lambda: self._client.delete_collection(name=name))
 
     # -- vectors ---------------------------------------------------------------------------
     def upsert(self, col: ChromaCollection, ids: Sequence[str], vectors: np.ndarray,
                documents: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
-        with self._mirroring(col) as mirror:
+        with self._writing(), self._mirroring(col) as mirror:
             for start in range(0, len(ids), _MAX_BATCH):
                 end = start + _MAX_BATCH
                 self._call(functools.partial(
@@ -318,7 +329,7 @@ class ChromaIndex:
 
     def delete(self, col: ChromaCollection, ids: Sequence[str]) -> None:
         if ids:
-            with self._mirroring(col, deleting=len(set(ids))) as mirror:
+            with self._writing(), self._mirroring(col, deleting=len(set(ids))) as mirror:
                 self._call(lambda: col.delete(ids=list(ids)))
                 if self._own is not None:
                     self._own.drop(col.name, ids)

@@ -39,6 +39,9 @@ class VectorIndex(Protocol):
     """``embedded`` (the store's own folder, one writing process) or ``server``."""
     exact_limit: int
     """Collections of at most this many vectors are searched exactly in memory (0: never)."""
+    write_failed: bool
+    """A write (``upsert`` or ``delete``) raised since the index was opened: what Chroma
+    holds may differ from what the side-store says (the next open compares them)."""
 
     # -- collections -----------------------------------------------------------------------
     @overload
