@@ -198,8 +198,8 @@ class Runtime:
         # both stores in the locked folder: its last clean close may vouch for them (the mark
         # taken before anything here touches a store)
         own = folder if lock is not None and sql_url is None else None
-        clean = own is not None and take_clean_close(own)
         try:
+            clean = own is not None and take_clean_close(own)
             side = SideStore(url, attempts=config.retry_attempts, max_wait=config.retry_max_wait)
             side.setup()
             if lock is not None and sql_url is None:
