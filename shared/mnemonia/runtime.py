@@ -11,6 +11,7 @@ jobs; none of them imports the engine.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -41,6 +42,8 @@ Summariser = Callable[[list[str]], str]
 
 
 _Result = TypeVar("_Result")
+
+log = logging.getLogger("mnemonia.store")
 
 HELPER_THREADS = 4
 """Helper threads per engine for the side work of recalls running at the same time."""
@@ -307,15 +310,36 @@ class Runtime:
             helpers, self._helpers = self._helpers, None
         if helpers is not None:
             helpers.shutdown(wait=True)
+        vouch = self.marks_close and self.path is not None and self.consistent \
+            and not self.write_failed and not self.vectors.write_failed \
+            and self._opened_collections_agree()
         self.vectors.close()
         if self.lease is not None:
             self.lease.stop()
         self.sql.dispose()
-        if self.marks_close and self.path is not None and self.consistent \
-                and not self.write_failed and not self.vectors.write_failed:
+        if vouch and self.path is not None:
             mark_clean_close(self.path)  # (both stores closed: their files are final)
         if self._folder_lock is not None:
             self._folder_lock.release()
+
+    def _opened_collections_agree(self) -> bool:
+        """At close: each collection this process opened holds as many vectors as the
+        side-store holds memories of its tenant. A write to one behind the engine's back
+        (chromadb's own call on its handle) then leaves no clean-close mark, and the next
+        open compares the stores. Only opened collections are asked (Chroma has them
+        loaded: a count is cheap); anything failing here leaves no mark either."""
+        opened = self.vectors.opened()
+        if not opened:
+            return True
+        try:
+            with self.reading() as conn:
+                counts = self.sql.inspect.row_counts(conn)
+            return all(self.vectors.count(col) == counts.get(tenant, 0)
+                       for tenant, col in opened.items())
+        except Exception as e:
+            log.warning("could not compare the collections at close (the next open "
+                        "compares the stores): %s", e)
+            return False
 
     # -- shared lookups --------------------------------------------------------------------
     @overload

@@ -240,6 +240,9 @@ class ChromaIndex:
         self._collections[tenant] = col
         return col
 
+    def opened(self) -> dict[str, ChromaCollection]:
+        return dict(self._collections)
+
     def drop_cached(self, tenant: str) -> None:
         self._collections.pop(tenant, None)
         self._drop_mirror(collection_name(tenant, self.namespace))

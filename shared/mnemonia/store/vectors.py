@@ -62,6 +62,11 @@ class VectorIndex(Protocol):
         """Forget the handle (and any in-memory copy) of the tenant's collection."""
         ...
 
+    def opened(self) -> dict[str, VectorCollection]:
+        """``{tenant: its collection}`` of the collections this index has opened (kept
+        handles)."""
+        ...
+
     def tenants(self) -> list[str]:
         """The tenants whose collection exists, sorted (``[]`` where the backend cannot tell
         this store's collections from others')."""
