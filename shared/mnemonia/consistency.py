@@ -420,10 +420,15 @@ def doctor(rt: Runtime, *, repair: bool, tenants: Sequence[str] | None = None,
     index = rt.sql.keywords.description
     if rt.sql.keywords.table and postings is None:
         index += ", not checked (its row count matched)"
-    return DoctorReport(tenants=tuple(healths), keyword_index=index,
-                        stray_side_vectors=len(stray_vec),
-                        stray_keyword_rows=None if stray_kw is None else len(stray_kw),
-                        repair=repair)
+    report = DoctorReport(tenants=tuple(healths), keyword_index=index,
+                          stray_side_vectors=len(stray_vec),
+                          stray_keyword_rows=None if stray_kw is None else len(stray_kw),
+                          repair=repair)
+    if tenants is None and keyword and report.consistent:
+        # every tenant and the index compared, and they agree now: as good as the open's
+        # check for the clean-close mark (mnemonia.store.closing)
+        rt.consistent = True
+    return report
 
 
 def verify(rt: Runtime) -> DoctorReport | None:

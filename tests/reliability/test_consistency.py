@@ -21,7 +21,7 @@ import chromadb
 import numpy as np
 import pytest
 from chromadb.config import Settings
-from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig
+from mnemonia import ManualClock, MemoryEngine, MnemoniaConfig, consistency
 from mnemonia.embeddings import HashingEmbedder
 from mnemonia.errors import (
     StoreError,
@@ -464,3 +464,23 @@ def test_no_mark_after_a_failed_write_or_an_unchecked_open(
     _assert_healthy(engine, EXPECTED)
     engine.close()
     assert (store / MARK).exists()
+
+
+def test_a_whole_doctor_run_vouches_for_the_stores_like_the_open(
+        store: Path, open_store: Callable[..., MemoryEngine], chroma_counts: list[str]) -> None:
+    engine = open_store()
+    _fill(engine)
+    engine.close()
+    (store / MARK).unlink()  # as a crash leaves it
+    engine = open_store(verify=False)
+    # one tenant compared: not the whole store
+    assert consistency.doctor(engine.runtime, repair=False, tenants=["alice"]).consistent
+    engine.close()
+    assert not (store / MARK).exists()
+    engine = open_store(verify=False)
+    assert engine.doctor(repair=True).consistent  # all of it: as good as the open's check
+    engine.close()
+    assert (store / MARK).exists()
+    chroma_counts.clear()
+    engine = open_store()
+    assert chroma_counts == []
