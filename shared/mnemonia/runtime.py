@@ -310,15 +310,14 @@ class Runtime:
             helpers, self._helpers = self._helpers, None
         if helpers is not None:
             helpers.shutdown(wait=True)
-        vouch = self.marks_close and self.path is not None and self.consistent \
-            and not self.write_failed and not self.vectors.write_failed \
-            and self._opened_collections_agree()
+        vouched = self.path if self.marks_close and self.consistent and not self.write_failed \
+            and not self.vectors.write_failed and self._opened_collections_agree() else None
         self.vectors.close()
         if self.lease is not None:
             self.lease.stop()
         self.sql.dispose()
-        if vouch and self.path is not None:
-            mark_clean_close(self.path)  # (both stores closed: their files are final)
+        if vouched is not None:
+            mark_clean_close(vouched)  # (both stores closed: their files are final)
         if self._folder_lock is not None:
             self._folder_lock.release()
 
@@ -333,7 +332,7 @@ class Runtime:
             return True
         try:
             with self.reading() as conn:
-                counts = self.sql.inspect.row_counts(conn)
+                counts = self.sql.inspect.row_counts(conn, list(opened))
             return all(self.vectors.count(col) == counts.get(tenant, 0)
                        for tenant, col in opened.items())
         except Exception as e:

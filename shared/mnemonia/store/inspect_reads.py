@@ -12,7 +12,7 @@ from mnemonia.models import KINDS
 from mnemonia.scoring.reevaluation import STATES
 from mnemonia.store.database import Connection, Database
 from mnemonia.store.schema import access_log, collections, memories, memory_vectors, relations
-from mnemonia.store.statements import COMMITTED_SQL, MEMORY_COLUMNS, is_committed
+from mnemonia.store.statements import COMMITTED_SQL, MEMORY_COLUMNS, chunks, is_committed
 
 __all__ = ["InspectReads"]
 
@@ -123,12 +123,20 @@ class InspectReads:
                 "by_kind": {k: by_kind.get(k, 0) for k in KINDS}}
 
     # -- consistency (doctor) ----------------------------------------------------------
-    def row_counts(self, conn: Connection) -> dict[str, int]:
+    def row_counts(self, conn: Connection, tenants: Sequence[str] | None = None
+                   ) -> dict[str, int]:
         """``{tenant: memory rows}`` in any state (after the crash repair at open, all are
-        committed): one scan of the (tenant, seq) index, no table reads."""
+        committed), of every tenant or of ``tenants`` only: a scan of the (tenant, seq)
+        index (of those tenants' ranges), no table reads."""
         m = memories.c
-        return {r[0]: int(r[1]) for r in conn.execute(
-            sa.select(m.tenant, sa.func.count()).group_by(m.tenant))}
+        query = sa.select(m.tenant, sa.func.count()).group_by(m.tenant)
+        if tenants is None:
+            return {r[0]: int(r[1]) for r in conn.execute(query)}
+        out: dict[str, int] = {}
+        for chunk in chunks(list(tenants)):
+            out.update({r[0]: int(r[1]) for r in conn.execute(
+                query.where(m.tenant.in_(chunk)))})
+        return out
 
     def tenant_memories(self, conn: Connection, tenant: str) -> list[Any]:
         """``(id, status, deleted_at)`` of every memory row of ``tenant``, in any state."""
