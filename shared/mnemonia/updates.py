@@ -43,8 +43,11 @@ def judge(old_text: str, old_speaker: str | None, new_text: str, new_speaker: st
     """The most confident decision over the clause pairs of two memories (``old`` the
     earlier), or None; of equally confident ones, the first that names the new value."""
     best: statements.Decision | None = None
+    later = [b for b in statements.analyse(new_text, new_speaker) if statements.may_replace(b)]
+    if not later:  # nothing the later text says can replace a value: no need to read the older
+        return None
     for a in statements.analyse(old_text, old_speaker):
-        for b in statements.analyse(new_text, new_speaker):
+        for b in later:
             d = statements.decide(a, b, threshold=threshold)
             if d is not None and (best is None or (d.confidence, d.new_value != new_text)
                                   > (best.confidence, best.new_value != new_text)):

@@ -48,8 +48,7 @@ from mnemonia.scoring.stemming import stem
 
 __all__ = ["ATTRIBUTES", "CALENDAR", "FIRST_PERSON", "MANY", "ONE", "Decision", "Statement",
            "analyse", "decide", "differs", "favourite", "kind_lexicon", "kind_of", "kind_words",
-           "names_in",
-           "withdraws"]
+           "may_replace", "names_in", "withdraws"]
 
 # Words that name another thing of the same kind: "my office's wifi password" is not "the wifi
 # password at my place", "my dream car" is not "my car". A slot with one of these that the
@@ -477,6 +476,13 @@ def differs(a: Statement, b: Statement) -> bool:
             and bool(b.values - a.values))
 
 
+def may_replace(new: Statement) -> bool:
+    """Whether ``new`` could be the later side of a :func:`decide` at all (it asserts, and
+    states a value, a retraction or a negation); when no clause of a memory can, the older
+    memory of a pair need not be analysed."""
+    return new.asserts and bool(new.values or new.retraction or new.negated)
+
+
 def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decision | None:
     """Whether ``new`` (the later statement) supersedes or contradicts ``old``.
 
@@ -486,14 +492,12 @@ def decide(old: Statement, new: Statement, *, threshold: float = 0.5) -> Decisio
     attribute, or any attribute with a change cue, unless ``new`` is additive; the same
     value negated on one side only contradicts. ``None`` when the confidence is under
     ``threshold``."""
-    if old.subject != new.subject or not old.asserts or not new.asserts:
+    if old.subject != new.subject or not old.asserts or not may_replace(new):
         return None
     if not old.subject and (old.attribute is None or new.attribute is None):
         # no subject and no known kind of fact: "It's huge" / "It's definitely changed"
         return None
     if old.qualifiers != new.qualifiers or not old.values:
-        return None
-    if not new.values and not new.retraction and not new.negated:
         return None
     if not new.cue and len(new.frame - old.frame) > 2 and not _typed(old, new):
         return None  # much more said than a restatement of the slot: another statement
