@@ -407,6 +407,24 @@ class Database:
         finally:
             cur.close()
 
+    def execute_many(self, conn: Connection, statement: str,
+                     rows: Sequence[Sequence[Any]]) -> None:
+        """A write (``?`` placeholders) of many rows of parameters through the driver's
+        cursor, inside ``conn``'s transaction. For ingest's relation rows, ~12 a memory:
+        SQLAlchemy building each row's parameters was 14% of a 600,000-memory fill."""
+        if not rows:
+            return
+        cur = conn.connection.cursor()
+        try:
+            cur.executemany(self.sql(statement), rows)
+        except self._dbapi_error as e:
+            if self._unavailable(e):
+                conn.invalidate()
+                raise StoreUnavailableError(f"the SQL store stopped answering: {e}") from e
+            raise StoreError(f"SQL write failed: {e}") from e
+        finally:
+            cur.close()
+
     def insert_or_ignore(self, conn: Connection, table: sa.Table,
                          rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert ``rows``; a row whose key is already there (another process's) is left."""

@@ -26,6 +26,12 @@ PREVIOUS_IN_SESSION = (
 that the ``(tenant, session_id, created_at, seq)`` index answers it from ``at`` backwards."""
 
 
+INSERT_RELATION = (
+    "INSERT INTO relations (tenant, src, dst, type, strength, created_at, src_seq, dst_seq) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+"""A new relation row (``Graph.insert_edges``), sent to the driver as it is."""
+
+
 class Graph:
     """``relations`` (typed, weighted edges between memories of one tenant) and
     ``memory_entities`` (which memories name which entity). A write of relations reports the
@@ -139,10 +145,9 @@ class Graph:
                     relations.c.tenant == tenant, relations.c.src.in_(chunk)))}
         new = [(k, w) for k, w in edges.items() if k not in existing and k[0] != k[1]]
         seqs = self._end_seqs(conn, [(s, d) for (s, d, _), _ in new]) if new else []
-        rows = [dict(tenant=tenant, src=s, dst=d, type=t, strength=w, created_at=at, **q)
+        rows = [(tenant, s, d, t, float(w), float(at), q["src_seq"], q["dst_seq"])
                 for ((s, d, t), w), q in zip(new, seqs, strict=True)]
-        if rows:
-            conn.execute(relations.insert(), rows)
+        self.db.execute_many(conn, INSERT_RELATION, rows)
         return len(rows)
 
     def upsert_relation(self, conn: Connection, tenant: str, src: str, dst: str, rel_type: str,
