@@ -16,7 +16,10 @@ recall is measured at k=10, the two sides taking turns query by query, every que
 and spreading along the relations), once reopened with ``spread_depth=0, context_window=0``
 (``without relations``: the same store, recall follows no relation). The fill rate is the
 one since the previous checkpoint, vectors given to both sides (the model's time is not in
-it). A tenant of at most ``exact_search_limit`` memories (default 16,000) is searched exactly
+it). With ``--no-immediate --sweep`` the fill keeps the default thresholds (most memories
+``batched``) and each checkpoint first runs the enrichment sweep the background maintenance
+would (``engine.enrich``), timed apart: the default config's way to an enriched store. A
+tenant of at most ``exact_search_limit`` memories (default 16,000) is searched exactly
 from memory in embedded mode, a bigger one (up to ``own_index_limit``) by the HNSW index the
 engine keeps itself: checkpoints either side of 16,000 show the switch. That index is loaded
 (or built, on a thread of its own, while Chroma's query answers) at a tenant's first recall;
@@ -332,6 +335,21 @@ def relation_count(stores: Stores) -> int:
                                 ).scalar_one())
 
 
+def sweep(stores: Stores, tenants: Sequence[str]) -> dict[str, float]:
+    """The enrichment sweep of each tenant's batched memories (``--sweep``): its time, the
+    memories it enriched and the relations it added."""
+    t0 = time.perf_counter()
+    enriched = added = 0
+    for tenant in tenants:
+        rep = stores.engine.enrich(tenant=tenant)
+        enriched += rep.enriched
+        added += rep.relations_added
+    spent = time.perf_counter() - t0
+    log(f"  enrichment sweep: {enriched:,} memories, {added:,} relations in {spent:.1f} s "
+        f"({enriched / spent if spent else 0:.0f}/s), rss {rss_mb()[0]:.0f} MB")
+    return {"sweep_s": spent, "swept": enriched, "sweep_relations": added}
+
+
 def checkpoint(stores: Stores, filler: Filler | Found, queries: int,
                qsource: Callable[[int], list[str]]) -> dict[str, Any]:
     """Reopen both sides and measure recall with and without relations."""
@@ -394,6 +412,10 @@ def main() -> None:
                     help="many tenants: how many of the first ones get a bare twin")
     ap.add_argument("--no-immediate", dest="immediate", action="store_false",
                     help="default thresholds at fill (fewer memories enriched at ingest)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="at each checkpoint, before measuring, enrich the memories the fill "
+                         "left batched (engine.enrich per tenant, as the background "
+                         "maintenance does); with --no-immediate: the default config's store")
     ap.add_argument("--workdir", type=Path, required=True, help="the stores go here (new)")
     ap.add_argument("--resume", action="store_true",
                     help="go on filling the stores an earlier run kept in --workdir (the same "
@@ -449,6 +471,8 @@ def main() -> None:
             log(f"resuming at {found.done:,} memories in {len(found.filled_tenants):,} tenants")
         for target in sorted(args.checkpoints):  # (none with --measure)
             rates = filler.fill_to(target)
+            if args.sweep:
+                rates.update(sweep(stores, filler.filled_tenants))
             row = {**head, **rates, **checkpoint(stores, filler, args.queries, qsource)}
             rows.append(row)
             show(row)
