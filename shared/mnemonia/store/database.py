@@ -400,10 +400,7 @@ class Database:
                 rows = [make(r) for r in rows]
             return rows
         except self._dbapi_error as e:
-            if self._unavailable(e):
-                conn.invalidate()
-                raise StoreUnavailableError(f"the SQL store stopped answering: {e}") from e
-            raise StoreError(f"SQL read failed: {e}") from e
+            raise self._driver_error(conn, e, "read") from e
         finally:
             cur.close()
 
@@ -418,12 +415,17 @@ class Database:
         try:
             cur.executemany(self.sql(statement), rows)
         except self._dbapi_error as e:
-            if self._unavailable(e):
-                conn.invalidate()
-                raise StoreUnavailableError(f"the SQL store stopped answering: {e}") from e
-            raise StoreError(f"SQL write failed: {e}") from e
+            raise self._driver_error(conn, e, "write") from e
         finally:
             cur.close()
+
+    def _driver_error(self, conn: Connection, e: Exception, what: str) -> StoreError:
+        """What a driver's error on ``conn`` is raised as: an outage invalidates the
+        connection (:class:`StoreUnavailableError`), anything else is a failed ``what``."""
+        if self._unavailable(e):
+            conn.invalidate()
+            return StoreUnavailableError(f"the SQL store stopped answering: {e}")
+        return StoreError(f"SQL {what} failed: {e}")
 
     def insert_or_ignore(self, conn: Connection, table: sa.Table,
                          rows: Sequence[Mapping[str, Any]]) -> None:
