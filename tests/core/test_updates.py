@@ -123,6 +123,29 @@ def test_unknown_cardinality_needs_an_explicit_cue() -> None:
     assert d is not None and d.kind == "supersedes"
 
 
+
+def test_a_later_text_that_replaces_nothing_leaves_the_older_unread() -> None:
+    """``judge`` reads an older memory only when some clause of the later one could replace
+    a value (:func:`statements.may_replace`); ``decide`` agrees: it decides nothing for a
+    later statement that cannot."""
+    olders = ["I live in Boston (note 81723).", "My budget is $300 (note 81724)."]
+    laters = ["Melanie: the release reviewed a new laptop on a rainy morning (note 2000)",
+              "Was it a good trip?", "I moved to Denver last month.", "My budget is $500."]
+    for older in olders:
+        for later in laters:
+            pairs = [(a, b) for a in statements.analyse(older, "Ana")
+                     for b in statements.analyse(later, "Ana")]
+            assert all(statements.decide(a, b, threshold=0.0) is None
+                       for a, b in pairs if not statements.may_replace(b))
+    replaces = [any(map(statements.may_replace, statements.analyse(t, "Ana"))) for t in laters]
+    assert replaces == [False, False, True, True]
+    older = "I live in Lisbon (note 90210, never read before)."
+    before = statements.analyse.cache_info().misses
+    assert _judge(older, laters[0]) is None
+    assert statements.analyse.cache_info().misses == before  # the later one was cached
+    assert _judge(older, laters[2]) is not None  # now the older is read, and superseded
+    assert statements.analyse.cache_info().misses == before + 1
+
 # -------------------------------------------------------------------------- the engine
 def _open(path: Path, clock: ManualClock, **keys: object) -> MemoryEngine:
     cfg = dataclasses.replace(MnemoniaConfig.load(env={}, maintenance="manual"), **keys)
