@@ -407,8 +407,9 @@ class Database:
     def execute_many(self, conn: Connection, statement: str,
                      rows: Sequence[Sequence[Any]]) -> None:
         """A write (``?`` placeholders) of many rows of parameters through the driver's
-        cursor, inside ``conn``'s transaction. For ingest's relation rows, ~12 a memory:
-        SQLAlchemy building each row's parameters was 14% of a 600,000-memory fill."""
+        cursor, inside ``conn``'s transaction. For ingest's relation rows, ~16 a memory:
+        SQLAlchemy building each row's parameters was 14% of a 600,000-memory fill; 12,000
+        rows into a fresh table took 0.25 s this way, 0.46 s through SQLAlchemy."""
         if not rows:
             return
         cur = conn.connection.cursor()
